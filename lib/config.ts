@@ -1,0 +1,99 @@
+// The one place that reads process.env: every other module receives a Config.
+// Each variable is listed with its default in README.md ("Configuration").
+import path from 'node:path';
+
+export interface Config {
+  port: number;
+  host: string;
+  /** PostgreSQL connection string; null means the embedded PGlite in dataDir. */
+  databaseUrl: string | null;
+  dataDir: string;
+  /** Load the demo persons into an empty database on start. */
+  demoData: boolean;
+  /** Fixed origin (and optional path prefix) for absolute links, e.g. https://example.org */
+  baseUrl: string | null;
+  allowedHosts: string[];
+  displayErrors: boolean;
+  production: boolean;
+  logDir: string;
+  accessLog: string;
+  errorLog: string;
+  rulesFile: string;
+  scriptsDir: string;
+  templatesDir: string;
+  publicDir: string;
+  sqlDir: string;
+  sessionIdleMinutes: number;
+  sessionMaxHours: number;
+  webConcurrency: number;
+  /** Milliseconds a database statement may run before it is cancelled. */
+  statementTimeoutMs: number;
+}
+
+export type Env = Record<string, string | undefined>;
+
+const root = path.dirname(path.dirname(new URL(import.meta.url).pathname));
+
+export function readConfig(env: Env = process.env): Config {
+  const production = env.NODE_ENV === 'production';
+  const databaseUrl = env.DATABASE_URL?.trim() || null;
+  const logDir = path.resolve(root, env.LOG_DIR ?? 'logs');
+  const toLogTarget = (name: string) => (env.LOG_DIR === '-' ? '-' : path.join(logDir, name));
+  return {
+    port: readInteger(env, 'PORT', 8080, 0, 65535),
+    host: env.HOST ?? '127.0.0.1',
+    databaseUrl,
+    dataDir: path.resolve(root, env.DATA_DIR ?? 'data'),
+    demoData: readBoolean(env, 'DEMO_DATA', databaseUrl === null),
+    baseUrl: readBaseUrl(env.BASE_URL),
+    allowedHosts: (env.ALLOWED_HOSTS ?? 'localhost,127.0.0.1,[::1]')
+      .split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+    displayErrors: readBoolean(env, 'DISPLAY_ERRORS', !production),
+    production,
+    logDir,
+    accessLog: toLogTarget('access.log'),
+    errorLog: toLogTarget('error.log'),
+    rulesFile: path.resolve(root, env.REWRITE_RULES ?? 'rewrite-rules.json'),
+    scriptsDir: path.resolve(root, env.SCRIPTS_DIR ?? 'scripts'),
+    templatesDir: path.resolve(root, env.TEMPLATES_DIR ?? 'templates'),
+    publicDir: path.resolve(root, env.PUBLIC_DIR ?? 'public'),
+    sqlDir: path.resolve(root, 'sql'),
+    sessionIdleMinutes: readInteger(env, 'SESSION_IDLE_MINUTES', 30, 1, 7 * 24 * 60),
+    sessionMaxHours: readInteger(env, 'SESSION_MAX_HOURS', 12, 1, 30 * 24),
+    webConcurrency: readInteger(env, 'WEB_CONCURRENCY', 1, 1, 64),
+    statementTimeoutMs: readInteger(env, 'STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
+  };
+}
+
+function readInteger(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`${name}=${raw} is not an integer between ${min} and ${max}; fix or unset it.`);
+  }
+  return value;
+}
+
+function readBoolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'on', 'yes'].includes(raw)) return true;
+  if (['0', 'false', 'off', 'no'].includes(raw)) return false;
+  throw new Error(`${name}=${env[name]} is not a boolean; use 1 or 0.`);
+}
+
+function readBaseUrl(raw: string | undefined): string | null {
+  if (!raw) return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`BASE_URL=${raw} is not an absolute URL; use for example https://example.org`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new Error(`BASE_URL=${raw} must use http or https.`);
+  }
+  // Without a trailing slash, so paths can be appended as they are.
+  return (url.origin + url.pathname).replace(/\/+$/, '');
+}

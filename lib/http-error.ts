@@ -1,0 +1,42 @@
+// The one error type a script throws to end a request with a status (404, 400, 405 …);
+// server.ts turns it into a response (HTML page or RFC 9457 problem details).
+export interface HttpErrorOptions {
+  /** Problem type URI (RFC 9457 section 3.1.1); about:blank when the status says it all. */
+  type?: string;
+  /** Methods the resource supports, for 405 (RFC 9110 section 15.5.6). */
+  allow?: readonly string[];
+  /** Other representations of the resource, for 406. */
+  alternates?: readonly { type: string; href: string }[];
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+export class HttpError extends Error {
+  override name = 'HttpError';
+  readonly status: number;
+  readonly options: HttpErrorOptions;
+
+  constructor(status: number, message: string, options: HttpErrorOptions = {}) {
+    super(message, { cause: options.cause });
+    this.status = status;
+    this.options = options;
+  }
+}
+
+export function isHttpError(err: unknown): err is HttpError {
+  return err instanceof HttpError;
+}
+
+/**
+ * Thrown by a script to send the client elsewhere, like PHP's header('Location: …'); exit;
+ * The location is a site path; the front makes it absolute.
+ */
+export class Redirect {
+  readonly location: string;
+  readonly status: 301 | 302 | 303 | 307 | 308;
+
+  constructor(location: string, status: 301 | 302 | 303 | 307 | 308 = 303) {
+    this.location = location;
+    this.status = status;
+  }
+}

@@ -1,0 +1,84 @@
+// Turns a script's Document into the chosen representation: HTML through the script's
+// EJS template, XML through one fast-xml-parser builder call, or JSON.
+import { XMLBuilder } from 'fast-xml-parser';
+import type { Format } from './negotiate.ts';
+import { formats, mediaTypes } from './negotiate.ts';
+import type { Document, LinkFn, ScriptModule } from './script.ts';
+import type { Templates } from './templates.ts';
+
+export interface Alternate {
+  format: Format;
+  type: string;
+  href: string;
+}
+
+/** What the shared layout needs besides the script's data. */
+export interface PageInfo {
+  title: string;
+  /** <base href>: makes relative links such as werk/7 work from every URL form (CONTRACT 1). */
+  base: string;
+  canonical: string;
+  alternates: Alternate[];
+  stylesheet: string;
+  warnings: string[];
+}
+
+export const xmlBuilder = new XMLBuilder({
+  ignoreAttributes: false,
+  attributeNamePrefix: '@_',
+  textNodeName: '#text',
+  format: true,
+  indentBy: '  ',
+  suppressEmptyNode: true,
+});
+
+const xmlDeclaration = '<?xml version="1.0" encoding="UTF-8"?>\n';
+// Characters XML 1.0 forbids even when escaped; a stored control character must not
+// make the document ill-formed.
+const xmlForbidden = /[\x00-\x08\x0B\x0C\x0E-\x1F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+export function buildXml(tree: Record<string, unknown>): string {
+  const xml = xmlDeclaration + xmlBuilder.build(tree);
+  xmlForbidden.lastIndex = 0;
+  return xmlForbidden.test(xml) ? xml.replace(xmlForbidden, '\uFFFD') : xml;
+}
+
+export function buildJson(value: unknown): string {
+  return JSON.stringify(value, null, 2) + '\n';
+}
+
+/** The representations a script offers: HTML always, XML when it maps its data to a tree. */
+export function formatsOf(script: ScriptModule): Format[] {
+  return formats.filter((f) => f !== 'xml' || script.toXml !== undefined);
+}
+
+/** /search?query=… becomes /search.xml?query=…; the start page's are /index.html etc. */
+export function alternatesOf(path: string, available: readonly Format[], link: LinkFn): Alternate[] {
+  const mark = path.indexOf('?');
+  const pathname = mark === -1 ? path : path.slice(0, mark);
+  const query = mark === -1 ? '' : path.slice(mark);
+  const stem = pathname === '/' ? '/index' : pathname;
+  return available.map((format) => ({ format, type: mediaTypes[format].split(';')[0] as string, href: link(`${stem}.${format}${query}`) }));
+}
+
+export interface RenderOptions {
+  format: Format;
+  scriptName: string;
+  script: ScriptModule;
+  doc: Document;
+  link: LinkFn;
+  page: PageInfo;
+  templates: Templates;
+}
+
+export function renderDocument(options: RenderOptions): string {
+  const { format, script, doc, link } = options;
+  switch (format) {
+    case 'html':
+      return options.templates.render(options.scriptName, { page: options.page, data: doc.data });
+    case 'xml':
+      return buildXml((script.toXml as (d: unknown, l: LinkFn) => Record<string, unknown>)(doc.data, link));
+    case 'json':
+      return buildJson(script.toJson ? (script.toJson as (d: unknown, l: LinkFn) => unknown)(doc.data, link) : doc.data);
+  }
+}

@@ -1,0 +1,59 @@
+// Writing responses: bodies with Content-Length, HEAD without a body, strong ETags and
+// conditional GET (RFC 9110 sections 8.8.3 and 13.1.2), and the bytes the access log counts.
+import { createHash } from 'node:crypto';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+
+/** One request and its response, as the access log sees them. */
+export interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** Body bytes sent (%b). */
+  bytes: number;
+  /** Authenticated user name (%u), when there is one. */
+  user: string | null;
+}
+
+export function etagOf(body: string | Buffer): string {
+  return `"${createHash('sha1').update(body).digest('base64url').slice(0, 27)}"`;
+}
+
+/** If-None-Match uses the weak comparison: W/"x" matches "x" (RFC 9110 section 13.1.2). */
+export function matchesEtag(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  for (const candidate of header.split(',')) {
+    const tag = candidate.trim();
+    if ((tag.startsWith('W/') ? tag.slice(2) : tag) === etag) return true;
+  }
+  return false;
+}
+
+export function sendBody(ex: Exchange, status: number, headers: OutgoingHttpHeaders, body: string | Buffer): void {
+  const { req, res } = ex;
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  res.writeHead(status, { ...headers, 'content-length': length });
+  if (req.method === 'HEAD' || status === 204 || status === 304) {
+    res.end();
+    return;
+  }
+  ex.bytes = length;
+  res.end(body);
+}
+
+export function sendEmpty(ex: Exchange, status: number, headers: OutgoingHttpHeaders = {}): void {
+  ex.res.writeHead(status, status === 204 || status === 304 ? headers : { ...headers, 'content-length': 0 });
+  ex.res.end();
+}
+
+export function requestOrigin(req: IncomingMessage): string {
+  return `${(req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'}://${req.headers.host ?? 'localhost'}`;
+}
+
+export function clientAddress(req: IncomingMessage): string {
+  return req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '-';
+}
+
+export function headerValue(res: ServerResponse, name: string): string | undefined {
+  const value = res.getHeader(name);
+  return value === undefined ? undefined : String(value);
+}

@@ -1,0 +1,79 @@
+// What a handler script in scripts/ receives and returns, and the helpers scripts share
+// to read their query parameters. A script never touches the response (STYLE 4).
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Db } from './db.ts';
+import { HttpError } from './http-error.ts';
+
+export interface ScriptRequest {
+  method: string;
+  /** Query parameters after rewriting (mod_rewrite back references included). */
+  query: URLSearchParams;
+  headers: IncomingHttpHeaders;
+  db: Db;
+  /** Absolute URL of a site path, from BASE_URL or an allowed Host. */
+  link(path: string): string;
+  /** Records a recoverable problem: logged at level warn, shown in development. */
+  warn(message: string): void;
+}
+
+/** A document a script returns: its canonical rewritten path, title and plain data. */
+export interface Document<T = unknown> {
+  /** Canonical rewritten path without suffix, e.g. /person/max-muster. */
+  path: string;
+  title: string;
+  data: T;
+  /** Stylesheet of the HTML page, relative to the site root; css/site.css when absent. */
+  stylesheet?: string;
+}
+
+export type LinkFn = (path: string) => string;
+
+export interface ScriptModule {
+  GET?: (req: ScriptRequest) => Promise<Document>;
+  HEAD?: never;
+  /** The JSON representation of the data; the data itself when absent. */
+  toJson?: (data: never, link: LinkFn) => unknown;
+  /** The XML tree (one root) for fast-xml-parser's builder; required for XML. */
+  toXml?: (data: never, link: LinkFn) => Record<string, unknown>;
+}
+
+/** Reads a non-negative integer parameter; 400 naming the parameter when it is not one. */
+export function readNonNegativeInteger(query: URLSearchParams, name: string, fallback: number): number {
+  const raw = query.get(name);
+  if (raw === null || raw === '') return fallback;
+  if (!/^[0-9]{1,9}$/.test(raw)) {
+    throw new HttpError(400, `Parameter ${name} must be a non-negative integer (0 to 999999999), not "${clip(raw)}".`);
+  }
+  return Number(raw);
+}
+
+/** Reads a required positive integer id; 400 when it is malformed, so 404 means "no such row". */
+export function readId(query: URLSearchParams, name: string): number {
+  const raw = query.get(name);
+  if (raw === null || raw === '') throw new HttpError(400, `Parameter ${name} is required: a positive integer id.`);
+  if (!/^[0-9]{1,10}$/.test(raw) || Number(raw) < 1 || Number(raw) > 2147483647) {
+    throw new HttpError(400, `Parameter ${name} must be a positive integer id, not "${clip(raw)}".`);
+  }
+  return Number(raw);
+}
+
+export function clip(text: string, max = 60): string {
+  return text.length > max ? text.slice(0, max) + '…' : text;
+}
+
+/** Offsets of the neighbouring pages, null where there is none. */
+export function pageLinks(offset: number, size: number, total: number) {
+  const last = total > 0 ? Math.floor((total - 1) / size) * size : 0;
+  return {
+    // Past the end, "previous" leads back to the last page that has entries.
+    previous: offset === 0 ? null : offset > last ? last : Math.max(0, offset - size),
+    next: offset + size < total ? offset + size : null,
+  };
+}
+
+/** A query string for links: form-encoded, but commas stay readable (query=any,contains,x). */
+export function buildQuery(pairs: readonly (readonly [string, string | number])[]): string {
+  return pairs
+    .map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(String(value)).replace(/%2C/g, ',')}`)
+    .join('&');
+}

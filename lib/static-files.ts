@@ -1,0 +1,60 @@
+// Serves the files in public/ (pictures, stylesheet) the way Apache serves a document
+// root: only regular files inside the folder, never a path that climbs out of it.
+import { createHash } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+export interface StaticFile {
+  body: Buffer;
+  type: string;
+  etag: string;
+  mtime: Date;
+}
+
+const types: Record<string, string> = {
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.webp': 'image/webp',
+  '.ico': 'image/x-icon',
+  '.txt': 'text/plain; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+};
+
+// Plain names only: no hidden files, no "..", no backslashes or NUL.
+const safePath = /^(?:\/[A-Za-z0-9_-][A-Za-z0-9._-]*)+$/;
+
+export class StaticFiles {
+  private readonly dir: string;
+  private readonly reload: boolean;
+  private readonly cache = new Map<string, StaticFile | null>();
+
+  constructor(dir: string, options: { reload: boolean }) {
+    this.dir = dir;
+    this.reload = options.reload;
+  }
+
+  /** The file at a decoded URL path, or null when there is none to serve. */
+  find(urlPath: string): StaticFile | null {
+    if (!safePath.test(urlPath) || urlPath.includes('..')) return null;
+    if (!this.reload && this.cache.has(urlPath)) return this.cache.get(urlPath) ?? null;
+    const file = this.read(urlPath);
+    // Remember misses too, bounded, so probing for files costs no disk access.
+    if (!this.reload && (file || this.cache.size < 10_000)) this.cache.set(urlPath, file);
+    return file;
+  }
+
+  private read(urlPath: string): StaticFile | null {
+    const type = types[path.extname(urlPath).toLowerCase()];
+    if (!type) return null;
+    const file = path.join(this.dir, urlPath);
+    if (!file.startsWith(this.dir + path.sep)) return null;
+    const stat = statSync(file, { throwIfNoEntry: false });
+    if (!stat?.isFile()) return null;
+    const body = readFileSync(file);
+    const etag = `"${createHash('sha1').update(body).digest('base64url').slice(0, 27)}"`;
+    return { body, type, etag, mtime: stat.mtime };
+  }
+}

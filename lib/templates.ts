@@ -1,0 +1,43 @@
+// EJS templates: one per script with the script's name, plus partials/. Compiled with
+// fixed options only, never options taken from request data (ejs SECURITY.md).
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import ejs from 'ejs';
+
+export type Locals = { page: unknown; data: unknown };
+type Template = (locals: Locals) => string;
+
+export class Templates {
+  private readonly dir: string;
+  private readonly reload: boolean;
+  private readonly compiled = new Map<string, Template>();
+
+  constructor(dir: string, options: { reload: boolean }) {
+    this.dir = dir;
+    this.reload = options.reload;
+  }
+
+  /** Renders templates/<name>.ejs; in development the files are read again on every call. */
+  render(name: string, locals: Locals): string {
+    let template = this.reload ? undefined : this.compiled.get(name);
+    if (!template) {
+      template = this.compile(name);
+      if (!this.reload) this.compiled.set(name, template);
+    }
+    return template(locals);
+  }
+
+  private compile(name: string): Template {
+    const filename = path.join(this.dir, `${name}.ejs`);
+    if (this.reload) ejs.clearCache(); // includes are cached by ejs itself
+    return ejs.compile(readFileSync(filename, 'utf8'), {
+      filename,
+      cache: !this.reload,
+      strict: true,
+      _with: false,
+      destructuredLocals: ['page', 'data'],
+      compileDebug: true,
+      async: false,
+    }) as unknown as Template;
+  }
+}

@@ -1,0 +1,48 @@
+// The start page: / and index.php. Says what the site holds and links the person list,
+// the search and the newest works.
+import type { Document, LinkFn, ScriptRequest } from '../lib/script.ts';
+
+export interface StartPage {
+  personen: number;
+  werke: number;
+  neueste: { id: number; titel: string; person: string; slug: string }[];
+}
+
+export async function GET({ db }: ScriptRequest): Promise<Document<StartPage>> {
+  const [[counts], neueste] = await Promise.all([
+    db.query<{ personen: number; werke: number }>(
+      'SELECT (SELECT count(*)::int FROM person) AS personen, (SELECT count(*)::int FROM werk) AS werke',
+    ),
+    db.query<StartPage['neueste'][number]>(
+      `SELECT w.id, w.titel, p.vorname || ' ' || p.nachname AS person, p.slug
+         FROM werk w JOIN person p ON p.id = w.person_id
+        ORDER BY w.id DESC LIMIT 5`,
+    ),
+  ]);
+  return { path: '/', title: 'Portfolio', data: { personen: counts?.personen ?? 0, werke: counts?.werke ?? 0, neueste } };
+}
+
+export function toJson(start: StartPage, link: LinkFn) {
+  return {
+    titel: 'Portfolio',
+    url: link('/'),
+    personen: { anzahl: start.personen, url: link('/personen') },
+    werke: { anzahl: start.werke },
+    suche: link('/search'),
+    neueste: start.neueste.map((w) => ({ titel: w.titel, url: link(`/werk/${w.id}`), person: { name: w.person, url: link(`/person/${w.slug}`) } })),
+  };
+}
+
+export function toXml(start: StartPage, link: LinkFn) {
+  return {
+    portfolio: {
+      '@_ref': link('/'),
+      personen: { '@_ref': link('/personen'), '@_anzahl': start.personen },
+      werke: { '@_anzahl': start.werke },
+      suche: { '@_ref': link('/search') },
+      neueste: {
+        werk: start.neueste.map((w) => ({ '@_ref': link(`/werk/${w.id}`), titel: w.titel, person: { '@_ref': link(`/person/${w.slug}`), '#text': w.person } })),
+      },
+    },
+  };
+}

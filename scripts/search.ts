@@ -1,0 +1,245 @@
+// The search result list: /search and search.php with query=<field>,<match>,<term>
+// (repeatable, ANDed), tab, search_scope, vid and offset (CONTRACT 3). The URL alone
+// decides the result: no session, and the same order every time.
+import { HttpError, Redirect } from '../lib/http-error.ts';
+import type { Document, LinkFn, ScriptRequest } from '../lib/script.ts';
+import { buildQuery, clip, pageLinks, readNonNegativeInteger } from '../lib/script.ts';
+
+const fields = ['any', 'title', 'creator'] as const;
+const matches = ['contains', 'exact', 'begins_with'] as const;
+const scopes = ['default_scope', 'personen', 'werke'] as const;
+const tabs = ['default_tab'] as const;
+/** vid selects the HTML page's title and stylesheet. */
+export const views: Record<string, { title: string; stylesheet: string }> = {
+  portfolio: { title: 'Search', stylesheet: 'css/site.css' },
+  druck: { title: 'Search (print)', stylesheet: 'css/druck.css' },
+};
+const maxTermLength = 200;
+const maxQueries = 5;
+const pageSize = 10;
+
+type Field = (typeof fields)[number];
+type Match = (typeof matches)[number];
+export interface Condition { field: Field; match: Match; term: string }
+
+export interface Hit {
+  typ: 'person' | 'werk';
+  id: number;
+  titel: string;
+  slug: string;
+  person: string | null;
+}
+
+export interface SearchResult {
+  conditions: Condition[];
+  tab: string;
+  scope: string;
+  vid: string;
+  offset: number;
+  size: number;
+  total: number;
+  previous: number | null;
+  next: number | null;
+  hits: Hit[];
+  /** Neighbouring pages as paths relative to the site root, for the HTML pager. */
+  pages: { previous: string | null; next: string | null };
+}
+
+export async function GET({ query, db }: ScriptRequest): Promise<Document<SearchResult>> {
+  // The search form sends field, match and term; answer with the canonical URL.
+  if (query.has('term')) throw new Redirect(searchPath(conditionsFromForm(query), readSettings(query), 0), 303);
+
+  const settings = readSettings(query);
+  const conditions = query.getAll('query').map(parseCondition);
+  if (conditions.length > maxQueries) throw new HttpError(400, `Parameter query may be given at most ${maxQueries} times.`);
+  const offset = readNonNegativeInteger(query, 'offset', 0);
+  const view = views[settings.vid] as { title: string; stylesheet: string };
+  const result: SearchResult = { conditions, ...settings, offset, size: pageSize, total: 0, previous: null, next: null, hits: [], pages: { previous: null, next: null } };
+
+  if (conditions.length > 0) {
+    const { sql, params } = buildSearch(conditions, settings.scope);
+    const rows = await db.query<Hit & { total: number }>(sql, [...params, pageSize, offset]);
+    result.hits = rows.map(({ total: _total, ...hit }) => hit);
+    result.total = rows[0]?.total ?? (offset > 0 ? await countHits(db, conditions, settings.scope) : 0);
+    Object.assign(result, pageLinks(offset, pageSize, result.total));
+    const relative = (at: number | null) => (at === null ? null : searchPath(conditions, settings, at).slice(1));
+    result.pages = { previous: relative(result.previous), next: relative(result.next) };
+  }
+  const described = conditions.map((c) => `${c.field} ${c.match.replace('_', ' ')} "${c.term}"`).join(' and ');
+  return {
+    path: searchPath(conditions, settings, offset),
+    title: described ? `${view.title}: ${clip(described)}` : view.title,
+    data: result,
+    stylesheet: view.stylesheet,
+  };
+}
+
+interface Settings { tab: string; scope: string; vid: string }
+
+function readSettings(query: URLSearchParams): Settings {
+  return {
+    tab: readChoice(query, 'tab', tabs, 'default_tab'),
+    scope: readChoice(query, 'search_scope', scopes, 'default_scope'),
+    vid: readChoice(query, 'vid', Object.keys(views), 'portfolio'),
+  };
+}
+
+function readChoice(query: URLSearchParams, name: string, allowed: readonly string[], fallback: string): string {
+  const values = query.getAll(name);
+  if (values.length > 1) throw new HttpError(400, `Parameter ${name} may be given once; allowed values: ${allowed.join(', ')}.`);
+  const value = values[0];
+  if (value === undefined || value === '') return fallback;
+  if (!allowed.includes(value)) throw new HttpError(400, `Parameter ${name} must be one of ${allowed.join(', ')}, not "${clip(value)}".`);
+  return value;
+}
+
+/** query=<field>,<match>,<term>: split on the first two commas; the rest is the term. */
+export function parseCondition(raw: string): Condition {
+  const first = raw.indexOf(',');
+  const second = first === -1 ? -1 : raw.indexOf(',', first + 1);
+  if (second === -1) {
+    throw new HttpError(400, `Parameter query must read <field>,<match>,<term>, e.g. any,contains,Müller; fields: ${fields.join(', ')}; match types: ${matches.join(', ')}.`);
+  }
+  return checkCondition(raw.slice(0, first), raw.slice(first + 1, second), raw.slice(second + 1), 'query');
+}
+
+function conditionsFromForm(query: URLSearchParams): Condition[] {
+  const term = query.get('term') ?? '';
+  if (term.trim() === '') return [];
+  return [checkCondition(query.get('field') ?? 'any', query.get('match') ?? 'contains', term, 'term')];
+}
+
+function checkCondition(field: string, match: string, term: string, parameter: string): Condition {
+  if (!(fields as readonly string[]).includes(field)) {
+    throw new HttpError(400, `Unknown search field "${clip(field)}" in parameter ${parameter}; allowed fields: ${fields.join(', ')}.`);
+  }
+  if (!(matches as readonly string[]).includes(match)) {
+    throw new HttpError(400, `Unknown match type "${clip(match)}" in parameter ${parameter}; allowed match types: ${matches.join(', ')}.`);
+  }
+  const trimmed = term.trim();
+  if (trimmed === '') throw new HttpError(400, `The search term in parameter ${parameter} is empty.`);
+  if ([...trimmed].length > maxTermLength) throw new HttpError(400, `The search term in parameter ${parameter} is longer than ${maxTermLength} characters.`);
+  return { field: field as Field, match: match as Match, term: trimmed };
+}
+
+export function searchPath(conditions: readonly Condition[], settings: Settings, offset: number): string {
+  const pairs: [string, string | number][] = conditions.map((c) => ['query', `${c.field},${c.match},${c.term}`]);
+  pairs.push(['tab', settings.tab], ['search_scope', settings.scope], ['vid', settings.vid]);
+  if (offset > 0) pairs.push(['offset', offset]);
+  return `/search?${buildQuery(pairs)}`;
+}
+
+// --- SQL -------------------------------------------------------------------------------
+// Persons match creator and any by name; works match title by title, creator by their
+// person's name, any by either. Names and titles are served by the trigram and lower()
+// indexes of sql/002_search.sql; a work's creator goes through its person's id.
+
+const nameSql = `(p.vorname || ' ' || p.nachname)`;
+
+function matchSql(column: string, match: Match, param: string): string {
+  switch (match) {
+    case 'contains': return `${column} ILIKE '%' || ${param} || '%'`;
+    case 'begins_with': return `${column} ILIKE ${param} || '%'`;
+    case 'exact': return `lower(${column}) = lower(${param})`;
+  }
+}
+
+/** LIKE treats % _ and \ specially; a term is matched literally. */
+function likeLiteral(term: string, match: Match): string {
+  return match === 'exact' ? term : term.replace(/[\\%_]/g, '\\$&');
+}
+
+function buildSearch(conditions: readonly Condition[], scope: string): { sql: string; params: string[] } {
+  const params = conditions.map((c) => likeLiteral(c.term, c.match));
+  const personWhere: string[] = [];
+  const werkWhere: string[] = [];
+  conditions.forEach((c, i) => {
+    const param = `$${i + 1}`;
+    const byName = matchSql(nameSql, c.match, param);
+    const byTitle = matchSql('w.titel', c.match, param);
+    const byCreator = `w.person_id = ANY (ARRAY(SELECT p.id FROM person p WHERE ${byName}))`;
+    personWhere.push(c.field === 'title' ? 'false' : byName);
+    werkWhere.push(c.field === 'title' ? byTitle : c.field === 'creator' ? byCreator : `(${byTitle} OR ${byCreator})`);
+  });
+  const parts: string[] = [];
+  if (scope !== 'werke') {
+    parts.push(`SELECT 'person' AS typ, 0 AS rank, p.id, ${nameSql} AS titel, p.slug, NULL AS person,
+                       p.nachname AS sort1, p.vorname AS sort2
+                  FROM person p WHERE ${personWhere.join(' AND ')}`);
+  }
+  if (scope !== 'personen') {
+    parts.push(`SELECT 'werk' AS typ, 1 AS rank, w.id, w.titel, p.slug, ${nameSql} AS person,
+                       w.titel AS sort1, '' AS sort2
+                  FROM werk w JOIN person p ON p.id = w.person_id WHERE ${werkWhere.join(' AND ')}`);
+  }
+  const n = params.length;
+  return {
+    sql: `SELECT typ, id, titel, slug, person, count(*) OVER ()::int AS total
+            FROM (${parts.join(' UNION ALL ')}) AS hits
+           ORDER BY rank, sort1, sort2, id
+           LIMIT $${n + 1} OFFSET $${n + 2}`,
+    params,
+  };
+}
+
+async function countHits(db: ScriptRequest['db'], conditions: readonly Condition[], scope: string): Promise<number> {
+  const { sql, params } = buildSearch(conditions, scope);
+  const [row] = await db.query<{ total: number }>(`SELECT count(*)::int AS total FROM (${sql}) AS page`, [...params, 2147483647, 0]);
+  return row?.total ?? 0;
+}
+
+// --- Representations -------------------------------------------------------------------
+
+function hitUrl(hit: Hit, link: LinkFn): string {
+  return link(hit.typ === 'person' ? `/person/${hit.slug}` : `/werk/${hit.id}`);
+}
+
+function pageUrl(result: SearchResult, offset: number | null, link: LinkFn): string | null {
+  return offset === null ? null : link(searchPath(result.conditions, result, offset));
+}
+
+export function toJson(result: SearchResult, link: LinkFn) {
+  return {
+    query: result.conditions.map((c) => `${c.field},${c.match},${c.term}`),
+    tab: result.tab,
+    search_scope: result.scope,
+    vid: result.vid,
+    total: result.total,
+    offset: result.offset,
+    limit: result.size,
+    url: link(searchPath(result.conditions, result, result.offset)),
+    previous: pageUrl(result, result.previous, link),
+    next: pageUrl(result, result.next, link),
+    treffer: result.hits.map((h) => ({
+      typ: h.typ,
+      titel: h.titel,
+      url: hitUrl(h, link),
+      ...(h.typ === 'werk' ? { person: { name: h.person, url: link(`/person/${h.slug}`) } } : {}),
+    })),
+  };
+}
+
+export function toXml(result: SearchResult, link: LinkFn) {
+  const previous = pageUrl(result, result.previous, link);
+  const next = pageUrl(result, result.next, link);
+  return {
+    suche: {
+      '@_ref': link(searchPath(result.conditions, result, result.offset)),
+      '@_tab': result.tab,
+      '@_search_scope': result.scope,
+      '@_vid': result.vid,
+      '@_total': result.total,
+      '@_offset': result.offset,
+      '@_limit': result.size,
+      query: result.conditions.map((c) => ({ '@_field': c.field, '@_match': c.match, '#text': c.term })),
+      ...(previous ? { previous: { '@_ref': previous } } : {}),
+      ...(next ? { next: { '@_ref': next } } : {}),
+      treffer: result.hits.map((h) => ({
+        '@_typ': h.typ,
+        '@_ref': hitUrl(h, link),
+        titel: h.titel,
+        ...(h.typ === 'werk' ? { person: { '@_ref': link(`/person/${h.slug}`), '#text': h.person } } : {}),
+      })),
+    },
+  };
+}

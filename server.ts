@@ -1,0 +1,366 @@
+// The HTTP front: maps each request through rewrite-rules.json to a handler script in
+// scripts/, renders the script's document as HTML, XML or JSON, and logs the exchange
+// the way Apache does. It listens only when run as the program (`npm start`).
+import http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import createDebug from 'debug';
+import { formatAccessLine } from './lib/access-log.ts';
+import type { Config } from './lib/config.ts';
+import { readConfig } from './lib/config.ts';
+import type { Db } from './lib/db.ts';
+import { DbUnavailableError, openPglite, openPostgres } from './lib/db.ts';
+import { renderErrorPage } from './lib/display-errors.ts';
+import { formatErrorLine } from './lib/error-log.ts';
+import { HttpError, Redirect } from './lib/http-error.ts';
+import { LogFile } from './lib/log-file.ts';
+import { loadDemoData, migrate } from './lib/migrate.ts';
+import type { Format } from './lib/negotiate.ts';
+import { mediaTypes, negotiateErrorFormat, negotiateFormat, takeSuffix } from './lib/negotiate.ts';
+import { alternatesOf, buildJson, buildXml, formatsOf, renderDocument } from './lib/render.ts';
+import type { Exchange } from './lib/respond.ts';
+import { clientAddress, etagOf, matchesEtag, sendBody, sendEmpty } from './lib/respond.ts';
+import type { CompiledRule } from './lib/rewrite.ts';
+import { loadRules, rewriteUrl } from './lib/rewrite.ts';
+import type { ScriptModule, ScriptRequest } from './lib/script.ts';
+import { ScriptLoader } from './lib/scripts.ts';
+import { describeError, parseStack } from './lib/stack.ts';
+import { StaticFiles } from './lib/static-files.ts';
+import { Templates } from './lib/templates.ts';
+
+const root = path.dirname(fileURLToPath(import.meta.url));
+const traceRequest = createDebug('portfolio:request');
+
+export interface App {
+  config: Config;
+  db: Db;
+  handle: (req: IncomingMessage, res: ServerResponse) => void;
+  /** Error-log line for a problem outside any request (start-up, database pool). */
+  logError: (message: string, level?: 'error' | 'warn' | 'notice') => void;
+  reopenLogs: () => void;
+  close: () => Promise<void>;
+}
+
+const scriptPath = /^\/([a-z][a-z0-9_-]*)\.php$/;
+const methodsOfDocuments = ['GET', 'HEAD', 'OPTIONS'];
+const publicCacheControl = 'public, max-age=60, must-revalidate';
+const maxTargetLength = 8192;
+
+export async function createApp(config: Config, options: { db?: Db } = {}): Promise<App> {
+  const reload = !config.production;
+  const accessLog = new LogFile(config.accessLog, process.stdout);
+  const errorLog = new LogFile(config.errorLog, process.stderr);
+  const logError: App['logError'] = (message, level = 'error') =>
+    errorLog.write(formatErrorLine({ time: new Date(), level, pid: process.pid, message }));
+
+  const scripts = new ScriptLoader(config.scriptsDir, { reload });
+  const rules = await loadRules(config.rulesFile, { scriptExists: (name) => scripts.exists(name) });
+  const templates = new Templates(config.templatesDir, { reload });
+  const files = new StaticFiles(config.publicDir, { reload });
+  const ownsDb = options.db === undefined;
+  const db = options.db ?? (await openDatabase(config, logError));
+  await migrate(db, config.sqlDir);
+  if (config.demoData && (await loadDemoData(db, config.sqlDir))) console.log('portfolio: loaded the demo data into the empty database');
+  const basePath = config.baseUrl ? new URL(config.baseUrl).pathname.replace(/\/$/, '') : '';
+
+  // Steps 1–8 of every request; one catch turns any failure into its response.
+  async function dispatch(ex: Exchange): Promise<void> {
+    const { req } = ex;
+    // 1. Parse the request target.
+    const target = parseTarget(req.url ?? '/');
+    const origin = originOf(req, config);
+    const link = (p: string) => origin + basePath + p;
+    traceRequest('%s %s', req.method, req.url);
+
+    // 2. Take the representation suffix off: one rule serves /personen and /personen.xml.
+    const [bare, suffix] = takeSuffix(target.path);
+
+    // 3. Rewrite.
+    const rewritten = rewriteUrl(rules, bare, target.query);
+    switch (rewritten.kind) {
+      case 'forbidden':
+        throw new HttpError(403, 'Access to this address is forbidden.');
+      case 'gone':
+        throw new HttpError(410, 'This address is gone for good.');
+      case 'redirect':
+        return sendEmpty(ex, rewritten.status, { location: absoluteLocation(rewritten.location, suffix, link) });
+      case 'proxy':
+        throw new HttpError(502, 'This address is served by an upstream server that is not connected.');
+    }
+
+    // 4. Pick the script, or a file from public/.
+    const name = scriptPath.exec(rewritten.path)?.[1];
+    if (name === undefined || !scripts.exists(name)) {
+      const file = rewritten.rule === null ? files.find(target.path) : null;
+      if (file && (req.method === 'GET' || req.method === 'HEAD')) {
+        const headers = { 'content-type': file.type, etag: file.etag, 'cache-control': 'public, max-age=3600', 'last-modified': file.mtime.toUTCString() };
+        if (matchesEtag(req.headers['if-none-match'], file.etag)) return sendEmpty(ex, 304, headers);
+        return sendBody(ex, 200, headers, file.body);
+      }
+      throw new HttpError(404, `There is no document at ${target.path}.`);
+    }
+    const script = await scripts.load(name);
+
+    // 5. Check the method.
+    const allow = allowedMethods(script);
+    if (req.method === 'OPTIONS') return sendEmpty(ex, 204, { allow: allow.join(', ') });
+    const handler = req.method === 'GET' || req.method === 'HEAD' ? script.GET : undefined;
+    if (!handler) throw new HttpError(405, `${req.method} is not supported here; use ${allow.join(', ')}.`, { allow });
+
+    // 6. Choose the representation.
+    const available = formatsOf(script);
+    const format = suffix ?? negotiateFormat(req.headers.accept);
+    if (format === null || !available.includes(format)) {
+      throw new HttpError(406, 'None of the representations of this document is acceptable.', {
+        alternates: alternatesOf(bare === '/' ? '/' : canonicalGuess(bare, rewritten.path), available, link),
+      });
+    }
+
+    // 7. Run the script.
+    const warnings: string[] = [];
+    const request: ScriptRequest = {
+      method: req.method ?? 'GET',
+      query: new URLSearchParams(rewritten.query),
+      headers: req.headers,
+      db,
+      link,
+      warn: (message) => {
+        // The line that called warn(): the first frame inside the scripts folder.
+        const frame = parseStack(new Error(message), root).find((f) => f.file.startsWith(config.scriptsDir + path.sep));
+        warnings.push(message);
+        errorLog.write(formatErrorLine({
+          time: new Date(), level: 'warn', pid: process.pid, client: clientPort(req),
+          message: `Warning: ${message}${frame ? ` in ${path.relative(root, frame.file)} on line ${frame.line}` : ''}`,
+        }));
+      },
+    };
+    let doc;
+    try {
+      doc = await handler(request);
+    } catch (err) {
+      if (err instanceof Redirect) return sendEmpty(ex, err.status, { location: link(err.location), 'cache-control': 'no-store' });
+      throw err;
+    }
+
+    // 8. Render and send.
+    const alternates = alternatesOf(doc.path, available, link);
+    const body = renderDocument({
+      format, scriptName: name, script, doc, link, templates,
+      page: {
+        title: doc.title, base: basePath + '/', canonical: link(doc.path), alternates,
+        stylesheet: doc.stylesheet ?? 'css/site.css', warnings: config.displayErrors ? warnings : [],
+      },
+    });
+    const etag = etagOf(body);
+    const headers: Record<string, string> = {
+      'content-type': mediaTypes[format],
+      etag,
+      'cache-control': publicCacheControl,
+      link: [`<${link(doc.path)}>; rel="canonical"`, ...alternates.map((a) => `<${a.href}>; rel="alternate"; type="${a.type}"`)].join(', '),
+      'x-content-type-options': 'nosniff',
+    };
+    if (suffix === null) headers.vary = 'Accept';
+    if (format === 'html') {
+      headers['content-security-policy'] = "default-src 'self'; img-src 'self' https: http: data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'";
+      headers['referrer-policy'] = 'same-origin';
+    }
+    if (matchesEtag(req.headers['if-none-match'], etag)) return sendEmpty(ex, 304, headers);
+    sendBody(ex, 200, headers, body);
+  }
+
+  function sendError(ex: Exchange, err: unknown, suffix: Format | null): void {
+    const { req, res } = ex;
+    if (res.headersSent) {
+      logRequestError(ex, err);
+      res.destroy();
+      return;
+    }
+    if (err instanceof HttpError) {
+      if (err.status >= 500) logRequestError(ex, err);
+      return sendProblem(ex, err, suffix);
+    }
+    if (err instanceof DbUnavailableError) {
+      logRequestError(ex, err);
+      return sendProblem(ex, new HttpError(503, 'The database is not available at the moment; please try again shortly.', { headers: { 'retry-after': '5' } }), suffix);
+    }
+    logRequestError(ex, err);
+    if (config.displayErrors) {
+      return sendBody(ex, 500, { 'content-type': mediaTypes.html, 'cache-control': 'no-store' }, renderErrorPage(err, req, root));
+    }
+    // CONTRACT 6: in production a 500 delivers no content.
+    sendEmpty(ex, 500, { 'cache-control': 'no-store' });
+  }
+
+  function sendProblem(ex: Exchange, err: HttpError, suffix: Format | null): void {
+    const format = suffix ?? negotiateErrorFormat(ex.req.headers.accept);
+    const headers: Record<string, string> = { 'cache-control': 'no-store', ...err.options.headers };
+    if (err.options.allow) headers.allow = err.options.allow.join(', ');
+    const title = http.STATUS_CODES[err.status] ?? 'Error';
+    const problem = { type: err.options.type ?? 'about:blank', title, status: err.status, detail: err.message };
+    let body: string;
+    if (format === 'json') {
+      headers['content-type'] = 'application/problem+json; charset=utf-8';
+      body = buildJson(err.options.alternates ? { ...problem, alternates: err.options.alternates } : problem);
+    } else if (format === 'xml') {
+      headers['content-type'] = 'application/problem+xml; charset=utf-8';
+      const alternates = err.options.alternates?.map((a) => ({ '@_ref': a.href, '@_type': a.type }));
+      body = buildXml({ problem: { '@_xmlns': 'urn:ietf:rfc:7807', ...problem, ...(alternates ? { alternates: { alternate: alternates } } : {}) } });
+    } else {
+      headers['content-type'] = mediaTypes.html;
+      body = templates.render('error', {
+        page: { title: `${err.status} ${title}`, base: basePath + '/', canonical: null, alternates: [], stylesheet: 'css/site.css', warnings: [] },
+        data: { ...problem, alternates: err.options.alternates ?? [] },
+      });
+    }
+    sendBody(ex, err.status, headers, body);
+  }
+
+  function logRequestError(ex: Exchange, err: unknown): void {
+    const referer = ex.req.headers.referer;
+    errorLog.write(formatErrorLine({
+      time: new Date(), level: 'error', pid: process.pid, client: clientPort(ex.req),
+      message: describeError(err, root), ...(referer ? { referer } : {}),
+    }));
+  }
+
+  function logAccess(ex: Exchange): void {
+    const { req, res } = ex;
+    accessLog.write(formatAccessLine({
+      remoteAddr: clientAddress(req), user: ex.user, time: new Date(),
+      method: req.method ?? '-', target: req.url ?? '-', httpVersion: req.httpVersion,
+      status: res.statusCode, bytes: ex.bytes,
+      referer: req.headers.referer, userAgent: req.headers['user-agent'],
+    }));
+  }
+
+  function handle(req: IncomingMessage, res: ServerResponse): void {
+    const ex: Exchange = { req, res, bytes: 0, user: null };
+    res.once('close', () => logAccess(ex));
+    let suffix: Format | null = null;
+    try {
+      suffix = takeSuffix((req.url ?? '').split('?')[0] ?? '')[1];
+    } catch {
+      // the suffix only chooses the error format
+    }
+    dispatch(ex).catch((err: unknown) => {
+      try {
+        sendError(ex, err, suffix);
+      } catch (fatal) {
+        logRequestError(ex, fatal);
+        res.destroy();
+      }
+    });
+  }
+
+  return {
+    config, db, handle, logError,
+    reopenLogs: () => { accessLog.reopen(); errorLog.reopen(); },
+    close: async () => {
+      if (ownsDb) await db.close();
+      await Promise.all([accessLog.close(), errorLog.close()]);
+    },
+  };
+}
+
+interface Target {
+  /** Percent-decoded path. */
+  path: string;
+  /** Raw query string without '?'. */
+  query: string;
+}
+
+function parseTarget(url: string): Target {
+  if (url.length > maxTargetLength) throw new HttpError(414, `The address is longer than ${maxTargetLength} characters.`);
+  if (!url.startsWith('/')) throw new HttpError(400, 'The request target must be a path beginning with /.');
+  const mark = url.indexOf('?');
+  const rawPath = mark === -1 ? url : url.slice(0, mark);
+  let path: string;
+  try {
+    path = decodeURIComponent(rawPath);
+  } catch {
+    throw new HttpError(400, 'The address contains an invalid percent-encoding.');
+  }
+  // A NUL or a climb out of the root never names a document (CONTRACT 1: 404, never a file read).
+  if (path.includes('\0') || path.split('/').includes('..')) throw new HttpError(404, 'There is no document at this address.');
+  return { path, query: mark === -1 ? '' : url.slice(mark + 1) };
+}
+
+/** Origin for absolute links: BASE_URL, or the Host header when it is allowed (CONTRACT 2). */
+function originOf(req: IncomingMessage, config: Config): string {
+  if (config.baseUrl) return new URL(config.baseUrl).origin;
+  const host = (req.headers.host ?? 'localhost').toLowerCase();
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0] ?? '';
+  if (!config.allowedHosts.includes(host) && !config.allowedHosts.includes(name)) {
+    throw new HttpError(400, `The host ${host.slice(0, 100)} is not served here; add it to ALLOWED_HOSTS or set BASE_URL.`);
+  }
+  if (!/^[a-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9a-f:.]+\](:[0-9]{1,5})?$/.test(host)) {
+    throw new HttpError(400, 'The Host header is malformed.');
+  }
+  return `${(req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'}://${host}`;
+}
+
+function allowedMethods(script: ScriptModule): string[] {
+  const extra = (['POST', 'PUT', 'PATCH', 'DELETE'] as const).filter((m) => typeof (script as Record<string, unknown>)[m] === 'function');
+  return script.GET ? [...methodsOfDocuments, ...extra] : ['OPTIONS', ...extra];
+}
+
+/** Before the script has run, the rewritten request is the best name for the document. */
+function canonicalGuess(bare: string, scriptPathname: string): string {
+  return bare.endsWith('.php') ? scriptPathname.replace(/\.php$/, '') : bare;
+}
+
+function absoluteLocation(location: string, suffix: Format | null, link: (p: string) => string): string {
+  if (/^https?:\/\//i.test(location)) return location;
+  const mark = location.indexOf('?');
+  const pathPart = mark === -1 ? location : location.slice(0, mark);
+  const query = mark === -1 ? '' : location.slice(mark);
+  return link(encodeURI(pathPart) + (suffix ? `.${suffix}` : '')) + query;
+}
+
+function clientPort(req: IncomingMessage): string {
+  return `${clientAddress(req)}:${req.socket.remotePort ?? 0}`;
+}
+
+async function openDatabase(config: Config, logError: App['logError']): Promise<Db> {
+  if (config.databaseUrl) {
+    return openPostgres({
+      connectionString: config.databaseUrl,
+      statementTimeoutMs: config.statementTimeoutMs,
+      onError: (err) => logError(`database connection error: ${err.message}`),
+    });
+  }
+  return openPglite({ dataDir: config.dataDir });
+}
+
+/** Starts the server: configuration, database, listen; logs rotate on SIGHUP. */
+export async function startServer(config: Config): Promise<http.Server> {
+  if (config.webConcurrency > 1 && !config.databaseUrl) {
+    throw new Error('WEB_CONCURRENCY > 1 needs PostgreSQL: the embedded database (PGlite) serves one process only. Set DATABASE_URL or WEB_CONCURRENCY=1.');
+  }
+  const app = await createApp(config);
+  const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 }, app.handle);
+  process.on('SIGHUP', () => app.reopenLogs());
+  const stop = () => {
+    server.close(() => void app.close().then(() => process.exit(0)));
+    server.closeIdleConnections();
+    setTimeout(() => process.exit(0), 10_000).unref();
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, resolve);
+  });
+  const address = server.address();
+  const where = typeof address === 'object' && address ? `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}` : String(address);
+  console.log(`portfolio: listening on ${where}/ (${config.databaseUrl ? 'PostgreSQL' : `PGlite in ${config.dataDir}`}, display_errors ${config.displayErrors ? 'on' : 'off'})`);
+  return server;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  startServer(readConfig()).catch((err: unknown) => {
+    console.error(`portfolio could not start: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  });
+}
