@@ -1,0 +1,130 @@
+// The start page, the person list and the work: their shapes in all three
+// representations, their links, and paging with totals.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { TestServer } from './helpers.ts';
+import { startTestServer, readJson } from './helpers.ts';
+
+let server: TestServer;
+
+before(async () => {
+  server = await startTestServer();
+});
+after(() => server.close());
+
+const fetchText = async (path: string) => (await fetch(server.origin + path)).text();
+const fetchJson = async (path: string) => readJson(await fetch(server.origin + path));
+
+describe('the work', () => {
+  test('JSON carries title, year, kind, description and links to its person and the person list', async () => {
+    const [werk] = await server.db.query<{ id: number; titel: string; jahr: number; art: string; beschreibung: string }>(
+      `SELECT w.id, w.titel, w.jahr, w.art, w.beschreibung FROM werk w JOIN person p ON p.id = w.person_id WHERE p.slug = 'max-muster' ORDER BY w.id LIMIT 1`,
+    );
+    assert.ok(werk);
+    assert.deepEqual(await fetchJson(`/werk/${werk.id}.json`), {
+      titel: werk.titel,
+      url: `${server.origin}/werk/${werk.id}`,
+      jahr: werk.jahr,
+      art: werk.art,
+      beschreibung: werk.beschreibung,
+      person: { vorname: 'Max', nachname: 'Muster', url: `${server.origin}/person/max-muster` },
+      personen: `${server.origin}/personen`,
+    });
+  });
+
+  test('XML has root werk with ref and the person link', async () => {
+    const xml = await fetchText('/werk/1.xml');
+    assert.match(xml, new RegExp(`^<\\?xml version="1.0" encoding="UTF-8"\\?>\\n<werk ref="${server.origin}/werk/1">\\n  <titel>`));
+    assert.match(xml, new RegExp(`<person ref="${server.origin}/person/max-muster">\\n    <vorname>Max</vorname>`));
+    assert.match(xml, new RegExp(`<personen ref="${server.origin}/personen"/>`));
+  });
+
+  test('HTML links the person with a relative link', async () => {
+    const html = await fetchText('/werk/1');
+    assert.match(html, /<p class="by">by <a href="person\/max-muster">Max Muster<\/a><\/p>/);
+  });
+
+  test('werk.php without an id is 400, an unknown id 404', async () => {
+    assert.equal((await fetch(`${server.origin}/werk.php`)).status, 400);
+    assert.equal((await fetch(`${server.origin}/werk.php?id=0`)).status, 400);
+    assert.equal((await fetch(`${server.origin}/werk/99999`)).status, 404);
+  });
+
+  test('a title with markup and quotes comes back escaped and intact in every representation', async () => {
+    const titel = `<script>alert(1)</script> & "Zitat" 'x'`;
+    const [row] = await server.db.query<{ id: number }>('INSERT INTO werk (person_id, titel) VALUES (1, $1) RETURNING id', [titel]);
+    const id = row?.id as number;
+    assert.equal((await fetchJson(`/werk/${id}.json`)).titel, titel);
+    assert.match(await fetchText(`/werk/${id}.xml`), /<titel>&lt;script&gt;alert\(1\)&lt;\/script&gt; &amp; &quot;Zitat&quot; &apos;x&apos;<\/titel>/);
+    const html = await fetchText(`/werk/${id}`);
+    assert.match(html, /<h1>&lt;script&gt;alert\(1\)&lt;\/script&gt; &amp; &#34;Zitat&#34; &#39;x&#39;<\/h1>/);
+    assert.doesNotMatch(html, /<script>/);
+    await server.db.query('DELETE FROM werk WHERE id = $1', [id]);
+  });
+});
+
+describe('the person list', () => {
+  test('lists every demo person with total and links, ordered by last name', async () => {
+    const list = await fetchJson('/personen.json');
+    const [count] = await server.db.query<{ n: number }>('SELECT count(*)::int AS n FROM person');
+    assert.equal(list.total, count?.n);
+    assert.ok(list.total >= 12);
+    assert.equal(list.person.length, list.total);
+    assert.equal(list.previous, null);
+    assert.equal(list.next, null);
+    const names = list.person.map((p: { nachname: string }) => p.nachname);
+    assert.deepEqual(names, [...names].sort((a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)));
+    const max = list.person.find((p: { vorname: string }) => p.vorname === 'Max');
+    assert.equal(max.url, `${server.origin}/person/max-muster`);
+    assert.ok(list.person.some((p: { nachname: string }) => /[äöüß]/i.test(p.nachname)));
+  });
+
+  test('pages by 50 with next and previous links', async () => {
+    await server.db.exec(`INSERT INTO person (slug, vorname, nachname, username, image)
+      SELECT 'zz-' || g, 'Test', 'Zz' || lpad(g::text, 3, '0'), 'zz' || g, '/img/max-muster.svg' FROM generate_series(1, 60) AS g`);
+    try {
+      const first = await fetchJson('/personen.json');
+      assert.equal(first.person.length, 50);
+      assert.equal(first.next, `${server.origin}/personen?offset=50`);
+      const second = await fetchJson('/personen.json?offset=50');
+      assert.equal(second.person.length, first.total - 50);
+      assert.equal(second.previous, `${server.origin}/personen`);
+      assert.equal(second.next, null);
+      const xml = await fetchText('/personen.xml?offset=50');
+      assert.match(xml, new RegExp(`<personen ref="${server.origin}/personen\\?offset=50" total="${first.total}" offset="50" limit="50">\\n  <previous ref="${server.origin}/personen"/>\\n  <person ref=`));
+      const html = await fetchText('/personen?offset=50');
+      assert.match(html, /<a rel="prev" href="personen">/);
+    } finally {
+      await server.db.exec(`DELETE FROM person WHERE slug LIKE 'zz-%'`);
+    }
+  });
+
+  test('a bad offset is 400', async () => {
+    assert.equal((await fetch(`${server.origin}/personen?offset=-5`)).status, 400);
+  });
+});
+
+describe('the start page', () => {
+  test('JSON counts persons and works and links the list, the search and the newest works', async () => {
+    const start = await fetchJson('/index.json');
+    const [counts] = await server.db.query<{ p: number; w: number }>('SELECT (SELECT count(*)::int FROM person) AS p, (SELECT count(*)::int FROM werk) AS w');
+    assert.equal(start.url, `${server.origin}/`);
+    assert.deepEqual(start.personen, { anzahl: counts?.p, url: `${server.origin}/personen` });
+    assert.deepEqual(start.werke, { anzahl: counts?.w });
+    assert.equal(start.suche, `${server.origin}/search`);
+    assert.equal(start.neueste.length, 5);
+    assert.match(start.neueste[0].url, /\/werk\/\d+$/);
+  });
+
+  test('HTML has the navigation, the search form and the newest works', async () => {
+    const html = await fetchText('/');
+    assert.match(html, /<nav aria-label="Main">\s*<a href="personen">Persons<\/a>\s*<a href="search">Search<\/a>/);
+    assert.match(html, /<form class="search" action="search" method="get" role="search">/);
+    assert.match(html, /<h2>Newest works<\/h2>/);
+  });
+
+  test('the start page at / links its alternates as /index.<suffix>', async () => {
+    const res = await fetch(`${server.origin}/`);
+    assert.match(res.headers.get('link') as string, new RegExp(`<${server.origin}/>; rel="canonical", <${server.origin}/index.html>; rel="alternate"`));
+  });
+});

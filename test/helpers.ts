@@ -1,0 +1,136 @@
+// Test support: a fresh database per test file on the backend the run asks for
+// (DATABASE_URL set: a new database on that PostgreSQL server; unset: in-memory PGlite),
+// and the application on a real HTTP port on 127.0.0.1.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import type { Env } from '../lib/config.ts';
+import { readConfig } from '../lib/config.ts';
+import type { Db } from '../lib/db.ts';
+import { openPglite, openPostgres } from '../lib/db.ts';
+import type { App } from '../server.ts';
+import { createApp } from '../server.ts';
+
+export const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+export const backend = process.env.DATABASE_URL ? 'postgres' : 'pglite';
+
+export interface TestDb {
+  db: Db;
+  url: string | null;
+  drop: () => Promise<void>;
+}
+
+/** A new, empty database of the run's backend; drop() removes it. */
+export async function openTestDb(): Promise<TestDb> {
+  const serverUrl = process.env.DATABASE_URL;
+  if (!serverUrl) {
+    const db = await openPglite({ dataDir: null });
+    return { db, url: null, drop: () => db.close() };
+  }
+  const name = `portfolio_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const db = openPostgres({ connectionString: url.href, statementTimeoutMs: 10_000 });
+  return {
+    db,
+    url: url.href,
+    drop: async () => {
+      await db.close();
+      const cleanup = new pg.Client({ connectionString: serverUrl });
+      await cleanup.connect();
+      await cleanup.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await cleanup.end();
+    },
+  };
+}
+
+export interface TestServer {
+  app: App;
+  db: Db;
+  /** http://127.0.0.1:<port> */
+  origin: string;
+  logDir: string;
+  accessLog: () => string;
+  errorLog: () => string;
+  close: () => Promise<void>;
+}
+
+/** The application with demo data on a fresh database, listening on 127.0.0.1. */
+export async function startTestServer(env: Env = {}, options: { db?: TestDb } = {}): Promise<TestServer> {
+  const testDb = options.db ?? (await openTestDb());
+  const logDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-logs-'));
+  const config = readConfig({ DEMO_DATA: '1', LOG_DIR: logDir, ALLOWED_HOSTS: 'localhost,127.0.0.1', ...env });
+  const app = await createApp(config, { db: testDb.db });
+  const server = http.createServer(app.handle);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const read = (file: string) => () => {
+    try {
+      return readFileSync(path.join(logDir, file), 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  return {
+    app,
+    db: testDb.db,
+    origin: `http://127.0.0.1:${port}`,
+    logDir,
+    accessLog: read('access.log'),
+    errorLog: read('error.log'),
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await app.close();
+      if (!options.db) await testDb.drop();
+      rmSync(logDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface RawResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** A request with exactly the target and headers given (fetch would normalise them). */
+export function rawRequest(origin: string, target: string, options: { method?: string; headers?: Record<string, string> } = {}): Promise<RawResponse> {
+  const url = new URL(origin);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: url.hostname, port: url.port, method: options.method ?? 'GET', path: target, headers: options.headers ?? {} }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Waits until a log file has received its lines (writes are asynchronous). */
+export async function waitFor<T>(read: () => T, ok: (value: T) => boolean, timeoutMs = 2000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = read();
+    if (ok(value) || Date.now() > until) return value;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** A JSON body; tests look into it freely and assert on exact values. */
+export type Json = any;
+
+export async function readJson(res: Response): Promise<Json> {
+  return res.json();
+}
