@@ -310,12 +310,13 @@ function canonicalGuess(bare: string, scriptPathname: string): string {
   return bare.endsWith('.php') ? scriptPathname.replace(/\.php$/, '') : bare;
 }
 
+/** The rewrite engine has already percent-encoded the location; only make it absolute. */
 function absoluteLocation(location: string, suffix: Format | null, link: (p: string) => string): string {
   if (/^https?:\/\//i.test(location)) return location;
   const mark = location.indexOf('?');
   const pathPart = mark === -1 ? location : location.slice(0, mark);
   const query = mark === -1 ? '' : location.slice(mark);
-  return link(encodeURI(pathPart) + (suffix ? `.${suffix}` : '')) + query;
+  return link(pathPart + (suffix ? `.${suffix}` : '')) + query;
 }
 
 function clientPort(req: IncomingMessage): string {

@@ -45,15 +45,6 @@ export function sendEmpty(ex: Exchange, status: number, headers: OutgoingHttpHea
   ex.res.end();
 }
 
-export function requestOrigin(req: IncomingMessage): string {
-  return `${(req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'}://${req.headers.host ?? 'localhost'}`;
-}
-
 export function clientAddress(req: IncomingMessage): string {
   return req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '-';
-}
-
-export function headerValue(res: ServerResponse, name: string): string | undefined {
-  const value = res.getHeader(name);
-  return value === undefined ? undefined : String(value);
 }
