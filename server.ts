@@ -21,7 +21,6 @@ import { mediaTypes, negotiateErrorFormat, negotiateFormat, takeSuffix } from '.
 import { alternatesOf, buildJson, buildXml, formatsOf, renderDocument } from './lib/render.ts';
 import type { Exchange } from './lib/respond.ts';
 import { clientAddress, etagOf, matchesEtag, sendBody, sendEmpty } from './lib/respond.ts';
-import type { CompiledRule } from './lib/rewrite.ts';
 import { loadRules, rewriteUrl } from './lib/rewrite.ts';
 import type { ScriptModule, ScriptRequest } from './lib/script.ts';
 import { ScriptLoader } from './lib/scripts.ts';
@@ -48,20 +47,18 @@ const publicCacheControl = 'public, max-age=60, must-revalidate';
 const maxTargetLength = 8192;
 
 export async function createApp(config: Config, options: { db?: Db } = {}): Promise<App> {
-  const reload = !config.production;
   const accessLog = new LogFile(config.accessLog, process.stdout);
   const errorLog = new LogFile(config.errorLog, process.stderr);
   const logError: App['logError'] = (message, level = 'error') =>
     errorLog.write(formatErrorLine({ time: new Date(), level, pid: process.pid, message }));
 
-  const scripts = new ScriptLoader(config.scriptsDir, { reload });
-  const rules = await loadRules(config.rulesFile, { scriptExists: (name) => scripts.exists(name) });
-  const templates = new Templates(config.templatesDir, { reload });
-  const files = new StaticFiles(config.publicDir, { reload });
   const ownsDb = options.db === undefined;
-  const db = options.db ?? (await openDatabase(config, logError));
-  await migrate(db, config.sqlDir);
-  if (config.demoData && (await loadDemoData(db, config.sqlDir))) console.log('portfolio: loaded the demo data into the empty database');
+  // A start-up problem goes to the error log too, where an operator looks first.
+  const { scripts, rules, templates, files, db } = await prepare(config, options.db, logError).catch(async (err: unknown) => {
+    logError(`portfolio could not start: ${err instanceof Error ? err.message : String(err)}`);
+    await Promise.all([accessLog.close(), errorLog.close()]);
+    throw err;
+  });
   const basePath = config.baseUrl ? new URL(config.baseUrl).pathname.replace(/\/$/, '') : '';
 
   // Steps 1–8 of every request; one catch turns any failure into its response.
@@ -261,6 +258,24 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       await Promise.all([accessLog.close(), errorLog.close()]);
     },
   };
+}
+
+/** Everything a request needs, checked before the first request: a bad table stops the start. */
+async function prepare(config: Config, givenDb: Db | undefined, logError: App['logError']) {
+  const reload = !config.production;
+  const scripts = new ScriptLoader(config.scriptsDir, { reload });
+  const rules = await loadRules(config.rulesFile, { scriptExists: (name) => scripts.exists(name) });
+  const templates = new Templates(config.templatesDir, { reload });
+  const files = new StaticFiles(config.publicDir, { reload });
+  const db = givenDb ?? (await openDatabase(config, logError));
+  try {
+    await migrate(db, config.sqlDir);
+    if (config.demoData && (await loadDemoData(db, config.sqlDir))) console.log('portfolio: loaded the demo data into the empty database');
+  } catch (err) {
+    if (!givenDb) await db.close();
+    throw err;
+  }
+  return { scripts, rules, templates, files, db };
 }
 
 interface Target {

@@ -1,7 +1,8 @@
 // Errors and logs (CONTRACT 6): 500 without content in production, the display_errors
 // page in development, parse errors, warnings, and Apache-format log lines.
 import assert from 'node:assert/strict';
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { TestDb, TestServer } from './helpers.ts';
@@ -104,6 +105,22 @@ describe('a script that does not compile', () => {
   });
 });
 
+describe('start-up', () => {
+  test('a bad rewrite table stops the start with a message naming the rule', async () => {
+    const dir = path.join(fixtures, `tmp-rules-${process.pid}`);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, 'rules.json'), JSON.stringify([
+      { pattern: '^/boom$', substitution: '/boom.php', flags: ['L'] },
+      { pattern: '^/(unclosed$', substitution: '/boom.php', flags: ['L'] },
+    ]));
+    try {
+      await assert.rejects(startTestServer({ ...fixtureEnv, REWRITE_RULES: path.join(dir, 'rules.json') }, { db }), /rule 2 \(pattern "\^\/\(unclosed\$"\)/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('warnings', () => {
   test('are logged at level warn with file and line while the request ends with 200', async () => {
     const res = await rawRequest(production.origin, '/warn.xml?d=0');
@@ -136,6 +153,23 @@ describe('the access log', () => {
     await rawRequest(production.origin, '/warn?d=3', { method: 'HEAD' });
     const log = await waitFor(production.accessLog, (text) => text.includes('HEAD /warn?d=3'));
     assert.match(log, /"HEAD \/warn\?d=3 HTTP\/1\.1" 200 - "-" "-"\n/);
+  });
+
+  test('parses with GoAccess\'s COMBINED preset, every line a valid request', async (t) => {
+    if (spawnSync('goaccess', ['--version'], { timeout: 10_000 }).error) {
+      if (!process.env.CI) return t.skip('goaccess is not installed (apt-get install goaccess; CI installs it)');
+      assert.fail('goaccess is not installed, but CI is set: install it with apt-get install goaccess');
+    }
+    for (const target of ['/warn.xml?d=7', '/nothing-here', '/boom', '/warn?d=%22x%22']) {
+      await rawRequest(production.origin, target, { headers: { 'user-agent': 'Mozilla/5.0 "quoted" \\ agent', referer: 'http://localhost/?q="x"' } });
+    }
+    const log = await waitFor(production.accessLog, (text) => text.includes('d=%22x%22'));
+    const lines = log.trim().split('\n').length;
+    const report = path.join(production.logDir, 'goaccess.json');
+    const run = spawnSync('goaccess', [path.join(production.logDir, 'access.log'), '--log-format=COMBINED', '--no-global-config', '--no-progress', '--no-parsing-spinner', '-o', report], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(run.status, 0, run.stderr);
+    const general = JSON.parse(readFileSync(report, 'utf8')).general;
+    assert.deepEqual({ valid: general.valid_requests, failed: general.failed_requests }, { valid: lines, failed: 0 });
   });
 
   test('is reopened on request (SIGHUP), so logrotate can move it', async () => {
