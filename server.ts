@@ -153,7 +153,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     const headers: Record<string, string> = {
       'content-type': mediaTypes[format],
       etag,
-      'cache-control': publicCacheControl,
+      'cache-control': doc.cacheControl ?? publicCacheControl,
       link: [`<${link(doc.path)}>; rel="canonical"`, ...alternates.map((a) => `<${a.href}>; rel="alternate"; type="${a.type}"`)].join(', '),
       'x-content-type-options': 'nosniff',
     };
@@ -162,7 +162,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       headers['content-security-policy'] = "default-src 'self'; img-src 'self' https: http: data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'";
       headers['referrer-policy'] = 'same-origin';
     }
-    if (matchesEtag(req.headers['if-none-match'], etag)) return sendEmpty(ex, 304, headers);
+    if (matchesEtag(req.headers['if-none-match'], etag)) return sendEmpty(ex, 304, notModifiedHeaders(headers));
     sendBody(ex, 200, headers, body);
   }
 
@@ -313,6 +313,13 @@ function originOf(req: IncomingMessage, config: Config): string {
     throw new HttpError(400, 'The Host header is malformed.');
   }
   return `${(req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'}://${host}`;
+}
+
+/** A 304 carries the validators and caching headers only (RFC 9110 section 15.4.5). */
+function notModifiedHeaders(headers: Record<string, string>): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const name of ['etag', 'cache-control', 'vary']) if (headers[name] !== undefined) kept[name] = headers[name];
+  return kept;
 }
 
 function allowedMethods(script: ScriptModule): string[] {

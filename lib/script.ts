@@ -24,6 +24,8 @@ export interface Document<T = unknown> {
   data: T;
   /** Stylesheet of the HTML page, relative to the site root; css/site.css when absent. */
   stylesheet?: string;
+  /** Cache-Control of a per-user document, e.g. 'private, no-store'; public documents leave it out. */
+  cacheControl?: string;
 }
 
 export type LinkFn = (path: string) => string;

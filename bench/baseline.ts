@@ -1,0 +1,143 @@
+// The benchmark's yardstick: a person server written by hand with node:http and pg, two
+// queries and string templates, giving the same person documents as the product in JSON, XML
+// and HTML, plus the person list and single-term search in JSON. No rewrite table, no
+// negotiation, no logs: what the product's runtime costs is measured against this.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+export type QueryFn = <R>(sql: string, params: unknown[]) => Promise<R[]>;
+
+interface Person { id: number; slug: string; vorname: string; nachname: string; username: string; image: string }
+interface Werk { id: number; titel: string }
+
+const personRoute = /^\/person\/([a-z0-9-]*[a-z][a-z0-9-]*)\.(json|xml|html)$/;
+const types = { json: 'application/json; charset=utf-8', xml: 'application/xml; charset=utf-8', html: 'text/html; charset=utf-8' };
+
+export function createBaseline(query: QueryFn): http.RequestListener {
+  return (req, res) => {
+    route(query, req).then(
+      ([status, type, body]) => {
+        res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
+        res.end(body);
+      },
+      (err: Error) => {
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(err.message);
+      },
+    );
+  };
+}
+
+async function route(query: QueryFn, req: http.IncomingMessage): Promise<[number, string, string]> {
+  const url = new URL(req.url ?? '/', `http://${req.headers.host}`);
+  const origin = url.origin;
+  const person = personRoute.exec(url.pathname);
+  if (person) {
+    const format = person[2] as keyof typeof types;
+    const [row] = await query<Person>('SELECT id, slug, vorname, nachname, username, image FROM person WHERE slug = $1', [person[1]]);
+    if (!row) return [404, 'text/plain', 'not found'];
+    const werke = await query<Werk>('SELECT id, titel FROM werk WHERE person_id = $1 ORDER BY titel, id', [row.id]);
+    const body = format === 'json' ? personJson(row, werke, origin) : format === 'xml' ? personXml(row, werke, origin) : personHtml(row, werke, origin);
+    return [200, types[format], body];
+  }
+  if (url.pathname === '/personen.json') return [200, types.json, await listJson(query, Number(url.searchParams.get('offset') ?? 0), origin)];
+  if (url.pathname === '/search.json') return [200, types.json, await searchJson(query, url.searchParams.get('query') ?? '', origin)];
+  return [404, 'text/plain', 'not found'];
+}
+
+const imageUrl = (p: Person, origin: string) => (p.image.startsWith('/') ? origin + p.image : p.image);
+
+function personJson(p: Person, werke: Werk[], origin: string): string {
+  const werk = werke.map((w) => `    {\n      "titel": ${JSON.stringify(w.titel)},\n      "url": "${origin}/werk/${w.id}"\n    }`);
+  return `{\n  "image": ${JSON.stringify(imageUrl(p, origin))},\n  "vorname": ${JSON.stringify(p.vorname)},\n  "nachname": ${JSON.stringify(p.nachname)},\n` +
+    `  "werk": ${werk.length ? `[\n${werk.join(',\n')}\n  ]` : '[]'}\n}\n`;
+}
+
+const xmlEntities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };
+const xml = (s: string) => s.replace(/[&<>"']/g, (c) => xmlEntities[c] as string);
+
+function personXml(p: Person, werke: Werk[], origin: string): string {
+  const werk = werke.map((w) => `    <werk ref="${origin}/werk/${w.id}">${xml(w.titel)}</werk>\n`).join('');
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<person>\n  <image ref="${xml(imageUrl(p, origin))}"/>\n` +
+    `  <vorname>${xml(p.vorname)}</vorname>\n  <nachname>${xml(p.nachname)}</nachname>\n  <username>${xml(p.username)}</username>\n` +
+    (werke.length ? `  <werke>\n${werk}  </werke>\n` : '') + '</person>\n';
+}
+
+const htmlEntities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&#34;', "'": '&#39;' };
+const html = (s: string) => s.replace(/[&<>"']/g, (c) => htmlEntities[c] as string);
+
+function personHtml(p: Person, werke: Werk[], origin: string): string {
+  const name = `${html(p.vorname)} ${html(p.nachname)}`;
+  const self = `${origin}/person/${p.slug}`;
+  const items = werke.map((w) => `  <li><a href="werk/${w.id}">${html(w.titel)}</a></li>\n`).join('');
+  return `<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n` +
+    `<title>${name} · Portfolio</title>\n<base href="/">\n<link rel="stylesheet" href="css/site.css">\n<link rel="canonical" href="${self}">\n` +
+    `<link rel="alternate" type="application/xml" href="${self}.xml">\n<link rel="alternate" type="application/json" href="${self}.json">\n</head>\n<body>\n` +
+    `<header class="site">\n  <a class="brand" href="./">Portfolio</a>\n  <nav aria-label="Main">\n    <a href="personen">Persons</a>\n    <a href="search">Search</a>\n  </nav>\n</header>\n<main>\n\n\n` +
+    `<article class="person">\n<h1>details of a person</h1>\n<img class="portrait" src="${html(p.image)}" alt="Picture of ${name}" width="240" height="240">\n` +
+    `<p>${name} has ${werke.length} ${werke.length === 1 ? 'work' : 'works'} in the database; user name ${html(p.username)}.</p>\n<ul class="werke">\n${items}</ul>\n` +
+    `<p class="back"><a href="personen">All persons</a></p>\n</article>\n</main>\n<footer class="site">\n` +
+    `  <p>This page as <a href="${self}.html" type="text/html">HTML</a> · <a href="${self}.xml" type="application/xml">XML</a> · <a href="${self}.json" type="application/json">JSON</a></p>\n` +
+    '</footer>\n</body>\n</html>\n\n';
+}
+
+async function listJson(query: QueryFn, offset: number, origin: string): Promise<string> {
+  const [[count], rows] = await Promise.all([
+    query<{ total: number }>('SELECT count(*)::int AS total FROM person', []),
+    query<{ slug: string; vorname: string; nachname: string; werke: number }>(
+      `SELECT p.slug, p.vorname, p.nachname, (SELECT count(*)::int FROM werk w WHERE w.person_id = p.id) AS werke
+         FROM person p ORDER BY p.nachname, p.vorname, p.id LIMIT 50 OFFSET $1`, [offset]),
+  ]);
+  const total = count?.total ?? 0;
+  const page = (at: number) => `${origin}/personen${at === 0 ? '' : `?offset=${at}`}`;
+  return JSON.stringify({
+    total, offset, limit: 50, url: page(offset),
+    previous: offset === 0 ? null : page(Math.max(0, Math.min(offset - 50, Math.floor((total - 1) / 50) * 50))),
+    next: offset + 50 < total ? page(offset + 50) : null,
+    person: rows.map((r) => ({ vorname: r.vorname, nachname: r.nachname, werke: r.werke, url: `${origin}/person/${r.slug}` })),
+  }, null, 2) + '\n';
+}
+
+// The product's SQL (scripts/search.ts) for one any|title condition in the default scope, first page.
+async function searchJson(query: QueryFn, condition: string, origin: string): Promise<string> {
+  const [field = '', match = '', ...rest] = condition.split(',');
+  const term = rest.join(',');
+  if (!['any', 'title'].includes(field) || !['contains', 'begins_with'].includes(match)) {
+    return JSON.stringify({ error: 'the baseline answers any|title,contains|begins_with,<term> only' });
+  }
+  const like = term.replace(/[\\%_]/g, '\\$&');
+  const name = `(p.vorname || ' ' || p.nachname)`;
+  const test = (column: string) => (match === 'begins_with' ? `${column} ILIKE $1 || '%'` : `${column} ILIKE '%' || $1 || '%'`);
+  const byCreator = `w.person_id = ANY (ARRAY(SELECT p.id FROM person p WHERE ${test(name)}))`;
+  const rows = await query<{ typ: string; id: number; titel: string; slug: string; person: string | null; total: number }>(
+    `SELECT typ, id, titel, slug, person, count(*) OVER ()::int AS total FROM (
+       SELECT 'person' AS typ, 0 AS rank, p.id, ${name} AS titel, p.slug, NULL AS person, p.nachname AS sort1, p.vorname AS sort2
+         FROM person p WHERE ${field === 'title' ? 'false' : test(name)}
+       UNION ALL
+       SELECT 'werk' AS typ, 1 AS rank, w.id, w.titel, p.slug, ${name} AS person, w.titel AS sort1, '' AS sort2
+         FROM werk w JOIN person p ON p.id = w.person_id WHERE ${field === 'title' ? test('w.titel') : `(${test('w.titel')} OR ${byCreator})`}
+     ) AS hits ORDER BY rank, sort1, sort2, id LIMIT 10 OFFSET 0`, [like]);
+  const total = rows[0]?.total ?? 0;
+  const self = (offset: number) => `${origin}/search?query=${encodeURIComponent(`${field},${match},${term}`).replace(/%2C/g, ',')}` +
+    `&tab=default_tab&search_scope=default_scope&vid=portfolio${offset ? `&offset=${offset}` : ''}`;
+  return JSON.stringify({
+    query: [`${field},${match},${term}`], tab: 'default_tab', search_scope: 'default_scope', vid: 'portfolio',
+    total, offset: 0, limit: 10, url: self(0), previous: null, next: total > 10 ? self(10) : null,
+    treffer: rows.map((h) => ({
+      typ: h.typ, titel: h.titel, url: h.typ === 'person' ? `${origin}/person/${h.slug}` : `${origin}/werk/${h.id}`,
+      ...(h.typ === 'werk' ? { person: { name: h.person, url: `${origin}/person/${h.slug}` } } : {}),
+    })),
+  }, null, 2) + '\n';
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
+  const query: QueryFn = async (sql, params) => (await pool.query(sql, params)).rows;
+  const server = http.createServer({ keepAliveTimeout: 5_000 }, createBaseline(query));
+  server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
+    console.log(`baseline: listening on http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+  });
+}

@@ -1,0 +1,56 @@
+// One measured load run: autocannon against a server for a fixed time with a fresh path per
+// request, while the server's resident memory is sampled from /proc.
+import { readFileSync } from 'node:fs';
+import autocannon from 'autocannon';
+
+export interface LoadOptions {
+  origin: string;
+  /** The path of the next request, e.g. a random person. */
+  nextPath: () => string;
+  connections: number;
+  seconds: number;
+  /** Process whose memory is sampled. */
+  pid: number;
+}
+
+export interface LoadResult {
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  peakRssMb: number;
+}
+
+export async function runLoad(options: LoadOptions): Promise<LoadResult> {
+  let peakRssKb = readRssKb(options.pid);
+  const sampler = setInterval(() => { peakRssKb = Math.max(peakRssKb, readRssKb(options.pid)); }, 100);
+  try {
+    const result = await autocannon({
+      url: options.origin,
+      connections: options.connections,
+      duration: options.seconds,
+      requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: options.nextPath() }) }],
+    });
+    return {
+      requestsPerSecond: result.requests.total / options.seconds,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      errors: result.errors + result.timeouts,
+      non2xx: result.non2xx,
+      peakRssMb: peakRssKb / 1024,
+    };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+/** VmRSS of a process in kB; 0 once it is gone. */
+export function readRssKb(pid: number): number {
+  try {
+    const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) : 0;
+  } catch {
+    return 0;
+  }
+}

@@ -1,0 +1,173 @@
+// `npm run bench`: generates persons and works on the local PostgreSQL, starts the product
+// (production mode, access log on) and the hand-written baseline (bench/baseline.ts), drives
+// both with autocannon in turn, and prints the table that bench/results.md keeps.
+// BENCH_SECONDS (default 10) per run, BENCH_SIZES (default 200000,1000000) works,
+// BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/portfolio_bench, re-created).
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { openPostgres } from '../lib/db.ts';
+import { generateData } from '../lib/generate.ts';
+import { migrate } from '../lib/migrate.ts';
+import { createRandom, titleAdjectives, titleNouns } from '../lib/sample-data.ts';
+import { runLoad } from './load.ts';
+import type { Row } from './report.ts';
+import { checkTargets, formatTable } from './report.ts';
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const sizes = (process.env.BENCH_SIZES ?? '200000,1000000').split(',').map(Number);
+const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/portfolio_bench';
+const worksPerPerson = 50;
+const connections = 64;
+
+interface Case {
+  name: string;
+  connections: number;
+  path: (random: () => number) => string;
+}
+
+function defineCases(slugs: readonly string[]): Case[] {
+  const pick = <T>(random: () => number, list: readonly T[]) => list[Math.floor(random() * list.length)] as T;
+  const nouns = titleNouns.map((n) => n.toLowerCase());
+  const stems = titleAdjectives.map((a) => a.replace(/e$/, ''));
+  const contains = (r: () => number) => `/search.json?query=${encodeURIComponent(`any,contains,${pick(r, nouns)}`)}`;
+  const beginsWith = (r: () => number) => `/search.json?query=${encodeURIComponent(`title,begins_with,${pick(r, stems)}`)}`;
+  return [
+    { name: 'person JSON', connections, path: (r) => `/person/${pick(r, slugs)}.json` },
+    { name: 'person XML', connections, path: (r) => `/person/${pick(r, slugs)}.xml` },
+    { name: 'person HTML', connections, path: (r) => `/person/${pick(r, slugs)}.html` },
+    { name: 'person list JSON', connections, path: () => '/personen.json' },
+    { name: 'search any,contains', connections, path: contains },
+    { name: 'search title,begins_with', connections, path: beginsWith },
+    { name: 'search any,contains, 1 connection', connections: 1, path: contains },
+    { name: 'search title,begins_with, 1 connection', connections: 1, path: beginsWith },
+  ];
+}
+
+async function recreateDatabase(url: string): Promise<void> {
+  const name = new URL(url).pathname.slice(1);
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`BENCH_DATABASE_URL must name a plain database (letters, digits, _), not "${name}".`);
+  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).href });
+  await admin.connect();
+  try {
+    // Identifiers cannot be placeholders; the name was checked above.
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+}
+
+interface Started { origin: string; child: ChildProcess }
+
+/** Starts a server program that prints "listening on http://…/" and waits for that line. */
+function startServer(label: string, args: string[], env: NodeJS.ProcessEnv): Promise<Started> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => reject(new Error(`${label} did not say where it listens within 30 s: ${output}`)), 30_000);
+    child.once('exit', (code) => reject(new Error(`${label} exited with ${code} before listening: ${output}`)));
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening on (http:\/\/[^/\s]+)\//.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ origin: match[1] as string, child });
+      }
+    });
+  });
+}
+
+function stopServer(server: Started): Promise<void> {
+  return new Promise((resolve) => {
+    if (server.child.exitCode !== null) return resolve();
+    server.child.once('exit', () => resolve());
+    server.child.kill('SIGTERM');
+  });
+}
+
+async function checkAnswers(server: Started, cases: readonly Case[]): Promise<void> {
+  const random = createRandom(99);
+  for (const c of cases) {
+    const target = c.path(random);
+    const res = await fetch(server.origin + target);
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`${server.origin}${target} answered ${res.status}, not 200; the benchmark would measure errors.`);
+  }
+}
+
+async function measureSize(works: number, logDir: string): Promise<Row[]> {
+  const db = openPostgres({ connectionString: databaseUrl, statementTimeoutMs: 600_000 });
+  let slugs: string[];
+  try {
+    await migrate(db, path.join(root, 'sql'));
+    const summary = await generateData(db, { persons: works / worksPerPerson, works: worksPerPerson, seed: 1, replace: true });
+    console.log(`bench: generated ${summary.persons} persons and ${summary.works} works in ${(summary.milliseconds / 1000).toFixed(1)} s`);
+    slugs = (await db.query<{ slug: string }>('SELECT slug FROM person ORDER BY id')).map((r) => r.slug);
+  } finally {
+    await db.close();
+  }
+  const cases = defineCases(slugs);
+  const product = await startServer('the product', ['server.ts'], {
+    NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, DEMO_DATA: '0', LOG_DIR: logDir, WEB_CONCURRENCY: '1',
+  });
+  const baseline = await startServer('the baseline', ['bench/baseline.ts'], { PORT: '0', DATABASE_URL: databaseUrl });
+  const rows: Row[] = [];
+  try {
+    await checkAnswers(product, cases);
+    await checkAnswers(baseline, cases);
+    for (const server of [product, baseline]) {
+      // Warm-up: compiled scripts, templates, JIT and the database cache.
+      await runLoad({ origin: server.origin, nextPath: (() => { const r = createRandom(5); return () => cases[0]!.path(r); })(), connections, seconds: 2, pid: server.child.pid ?? 0 });
+    }
+    for (const [i, c] of cases.entries()) {
+      const measure = (server: Started) => {
+        const random = createRandom(1000 + i);
+        return runLoad({ origin: server.origin, nextPath: () => c.path(random), connections: c.connections, seconds, pid: server.child.pid ?? 0 });
+      };
+      // Alternate who goes first, so drifting background load hits both alike.
+      const first = i % 2 === 0 ? await measure(product) : await measure(baseline);
+      const second = i % 2 === 0 ? await measure(baseline) : await measure(product);
+      const row = { works, case: c.name, product: i % 2 === 0 ? first : second, baseline: i % 2 === 0 ? second : first };
+      console.log(`bench: ${works} works, ${c.name}: product ${row.product.requestsPerSecond.toFixed(0)} req/s p50 ${row.product.p50} p99 ${row.product.p99}; baseline ${row.baseline.requestsPerSecond.toFixed(0)} req/s p50 ${row.baseline.p50} p99 ${row.baseline.p99}`);
+      rows.push(row);
+    }
+  } finally {
+    await Promise.all([stopServer(product), stopServer(baseline)]);
+  }
+  return rows;
+}
+
+async function main(): Promise<void> {
+  if (!Number.isFinite(seconds) || seconds < 1 || seconds > 120) throw new Error(`BENCH_SECONDS must be 1 to 120, not ${process.env.BENCH_SECONDS}.`);
+  if (sizes.some((n) => !Number.isInteger(n) || n < worksPerPerson || n % worksPerPerson !== 0)) {
+    throw new Error(`BENCH_SIZES must be multiples of ${worksPerPerson} works, e.g. 200000,1000000.`);
+  }
+  const started = Date.now();
+  await recreateDatabase(databaseUrl);
+  const logDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-bench-logs-'));
+  const rows: Row[] = [];
+  try {
+    for (const works of sizes) rows.push(...(await measureSize(works, logDir)));
+  } finally {
+    rmSync(logDir, { recursive: true, force: true });
+  }
+  const table = formatTable(rows);
+  const targets = checkTargets(rows, sizes);
+  const minutes = ((Date.now() - started) / 60_000).toFixed(1);
+  const setup = `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}, ${connections} connections unless noted, ${seconds} s a run, ` +
+    `${worksPerPerson} works per person, load generator on the same machine; whole run ${minutes} min, ${new Date().toISOString().slice(0, 10)}.`;
+  console.log(`\n${table}\n\n${targets.join('\n')}\n`);
+  writeFileSync(path.join(root, 'bench/results.md'), `# Benchmark results\n\n${setup}\n\n${table}\n\n## Targets\n\n${targets.map((t) => `- ${t}`).join('\n')}\n`);
+  console.log(`bench: wrote bench/results.md (${minutes} min)`);
+}
+
+main().catch((err: unknown) => {
+  console.error(`bench: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

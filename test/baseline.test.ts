@@ -1,0 +1,65 @@
+// The benchmark's hand-written baseline (bench/baseline.ts) must give the very documents the
+// product gives, or the benchmark compares different work.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import type { QueryFn } from '../bench/baseline.ts';
+import { createBaseline } from '../bench/baseline.ts';
+import type { TestServer } from './helpers.ts';
+import { startTestServer } from './helpers.ts';
+
+describe('benchmark baseline', () => {
+  let product: TestServer;
+  let baseline: http.Server;
+  let baselineOrigin: string;
+
+  before(async () => {
+    product = await startTestServer();
+    const query: QueryFn = (sql, params) => product.db.query(sql, params);
+    baseline = http.createServer(createBaseline(query));
+    await new Promise<void>((resolve) => baseline.listen(0, '127.0.0.1', resolve));
+    baselineOrigin = `http://127.0.0.1:${(baseline.address() as AddressInfo).port}`;
+  });
+  after(async () => {
+    baseline.closeAllConnections();
+    await new Promise((resolve) => baseline.close(resolve));
+    await product.close();
+  });
+
+  /** Both bodies with each server's origin written as ORIGIN. */
+  async function fetchBoth(target: string): Promise<[string, string]> {
+    const [a, b] = await Promise.all([fetch(product.origin + target), fetch(baselineOrigin + target)]);
+    assert.equal(a.status, 200, `product ${target}`);
+    assert.equal(b.status, 200, `baseline ${target}`);
+    assert.equal(b.headers.get('content-type'), a.headers.get('content-type'));
+    return [(await a.text()).replaceAll(product.origin, 'ORIGIN'), (await b.text()).replaceAll(baselineOrigin, 'ORIGIN')];
+  }
+
+  for (const suffix of ['json', 'xml', 'html']) {
+    test(`gives the product's person document in ${suffix.toUpperCase()}, byte for byte`, async () => {
+      // Jürgen Müller's works have quotes, umlauts and ß in their titles.
+      const [productBody, baselineBody] = await fetchBoth(`/person/juergen-mueller.${suffix}`);
+      assert.equal(baselineBody, productBody);
+      assert.ok(productBody.includes('Gesichter einer Straße'));
+    });
+  }
+
+  test("gives the product's first page of the person list in JSON", async () => {
+    const [productBody, baselineBody] = await fetchBoth('/personen.json');
+    assert.equal(baselineBody, productBody);
+    assert.equal(JSON.parse(productBody).total, 14);
+  });
+
+  for (const condition of ['any,contains,müller', 'any,contains,er', 'title,begins_with,nacht']) {
+    test(`gives the product's search result list for ${condition} in JSON`, async () => {
+      const [productBody, baselineBody] = await fetchBoth(`/search.json?query=${encodeURIComponent(condition)}`);
+      assert.equal(baselineBody, productBody);
+      assert.ok(JSON.parse(productBody).total > 0);
+    });
+  }
+
+  test('answers 404 for an unknown slug', async () => {
+    assert.equal((await fetch(`${baselineOrigin}/person/niemand.json`)).status, 404);
+  });
+});
