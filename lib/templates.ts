@@ -32,6 +32,9 @@ export class Templates {
     if (this.reload) ejs.clearCache(); // includes are cached by ejs itself
     return ejs.compile(readFileSync(filename, 'utf8'), {
       filename,
+      // include('/partials/header') resolves against root without touching the disk on
+      // every render, as a relative include would (ejs checks that the file exists).
+      root: this.dir,
       cache: !this.reload,
       strict: true,
       _with: false,
