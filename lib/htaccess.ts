@@ -105,7 +105,10 @@ export function splitArguments(text: string): string[] {
     for (; i < text.length; i++) {
       const char = text.charAt(i);
       if (quote === '' ? /\s/.test(char) : char === quote) break;
-      if (char === '\\' && /\s/.test(text.charAt(i + 1))) word += text.charAt(i++);
+      if (char === '\\' && /\s/.test(text.charAt(i + 1))) {
+        word += char + text.charAt(++i);
+        continue;
+      }
       word += char;
     }
     if (quote !== '') i++;

@@ -13,10 +13,10 @@ export function rewriteInServer(table: RewriteTable, request: RewriteRequest): R
   const pass = startPass(request, null, request.path);
   const stop = runPass(table.rules, pass);
   const { vary } = pass;
-  if (stop?.kind === 'proxy') return { kind: 'proxy', url: formatUrl(pass.filename, pass.query), rule: stop.rule, vary };
+  if (stop?.kind === 'proxy') return { kind: 'proxy', url: formatUrl(pass.filename, pass.query, pass.noescape), rule: stop.rule, vary };
   if (stop) return { ...stop, vary };
   if (pass.redirect !== null && pass.matched !== null) {
-    return { kind: 'redirect', status: pass.redirect, location: formatUrl(pass.filename, pass.query), rule: pass.matched, vary };
+    return { kind: 'redirect', status: pass.redirect, location: formatUrl(pass.filename, pass.query, pass.noescape), rule: pass.matched, vary };
   }
   return { kind: 'pass', path: pass.filename, query: pass.query, rule: pass.matched, vary };
 }
@@ -90,13 +90,14 @@ function apacheUrl(pass: Pass, base: string, originalQuery: string): string {
 // A URL that leaves the server is escaped again (Apache escapes unless NE is set), and a
 // leading "//" or "/\" is collapsed so a path can never become a protocol-relative
 // redirect to another host (an open redirect).
-function formatUrl(current: string, query: string): string {
+function formatUrl(current: string, query: string, noescape: boolean): string {
+  const encode = noescape ? (path: string) => path : encodePath;
   let url: string;
   if (isAbsoluteUrl(current)) {
     const start = current.indexOf('/', current.indexOf('//') + 2);
-    url = start === -1 ? current : current.slice(0, start) + encodePath(current.slice(start));
+    url = start === -1 ? current : current.slice(0, start) + encode(current.slice(start));
   } else {
-    url = encodePath(current.replace(/^[/\\]+/, '/'));
+    url = encode(current.replace(/^[/\\]+/, '/'));
   }
   return query === '' ? url : url + '?' + query;
 }

@@ -45,6 +45,7 @@ const aimed: Record<string, (string | Probe)[]> = {
     '/shop/abc', '/shop/ABC', '/shop/a/b', '/outlet/x', '/outlet/x/y', '/store/abc', '/item/5', '/item/x', '/final/done',
     '/final/page.php', '/sale/z', '/other', '/shop/', '/outlet/',
   ],
+  'loop.htaccess': ['/loop/x', '/loop/', '/self/x', '/page.html', '/index.html', '/about.html', '/index.php?x=1'],
   'real-world.htaccess': [
     withHost('/page/impressum', 'example.test'), '/backup.BAK', '/vendor/autoload.php', '/storage/x', '/shop', '/SHOP/items',
     '/shopping', '/news.php?id=12', '/news.php?id=x', '/news.php', '/about-us', '/About-Us/', '/article/12', '/article/12-some-title',
