@@ -2,6 +2,7 @@
 // in httpd's mod_rewrite.c: pattern, then conditions, then substitution and flags (L, END,
 // C, S=N, QSA, QSD, B, DPI, R, F, G, P). In directory context the path is taken relative to
 // the directory, as in an .htaccess file; rewrite-rounds.ts repeats passes like Apache does.
+import createDebug from 'debug';
 import type { ConditionScope } from './rewrite-conditions.ts';
 import { conditionsHold } from './rewrite-conditions.ts';
 import type { Expansion } from './rewrite-expand.ts';
@@ -30,6 +31,8 @@ export interface Pass {
 
 export type PassStop = { kind: 'forbidden'; rule: number } | { kind: 'gone'; rule: number } | { kind: 'proxy'; rule: number };
 
+// Like Apache's RewriteLog trace: DEBUG=portfolio:rewrite shows every rule tried (numbered from 1).
+const trace = createDebug('portfolio:rewrite');
 const ABSOLUTE_URL = /^https?:\/\//i;
 // CVE-2023-25690: Apache 2.4.56 and later refuse a rewritten query with spaces or controls (AH10411).
 const UNSAFE_QUERY = /[\x00-\x20\x7f]/;
@@ -68,7 +71,10 @@ export function runPass(rules: readonly CompiledRule[], pass: Pass): PassStop | 
 function applyRule(rule: CompiledRule, pass: Pass): boolean | PassStop {
   const subject = matchSubject(pass);
   const match = rule.regex.exec(subject);
-  if ((match === null) !== rule.negate) return false;
+  if ((match === null) !== rule.negate) {
+    if (trace.enabled) trace('rule %d %s did not match %s', rule.index + 1, rule.source.pattern, subject);
+    return false;
+  }
   const scope: ConditionScope = {
     expansion: { rule: rule.negate ? null : match, cond: null, lookup: (name) => lookupVariable(name, pass, scope), escape: null },
     fileExists: (path) => testPath(pass.request.fileExists, path),
@@ -76,7 +82,10 @@ function applyRule(rule: CompiledRule, pass: Pass): boolean | PassStop {
     pending: [],
     vary: [],
   };
-  if (!conditionsHold(rule.conditions, scope)) return false;
+  if (!conditionsHold(rule.conditions, scope)) {
+    if (trace.enabled) trace('rule %d %s matched %s, but its conditions did not hold', rule.index + 1, rule.source.pattern, subject);
+    return false;
+  }
   pass.vary.push(...scope.vary);
   pass.matched = rule.index;
   const { flags } = rule;
@@ -87,6 +96,7 @@ function applyRule(rule: CompiledRule, pass: Pass): boolean | PassStop {
     const forbidden = substitute(template, rule, pass, scope.expansion);
     if (forbidden) return { kind: 'forbidden', rule: rule.index };
   }
+  if (trace.enabled) trace('rule %d %s matched %s -> %s?%s', rule.index + 1, rule.source.pattern, subject, pass.filename, pass.query);
   if (flags.proxy) return { kind: 'proxy', rule: rule.index };
   // R without L keeps going, and the client gets the URL the last rule leaves (flags.html#flag_r).
   pass.redirect = flags.redirect ?? pass.redirect ?? (!template.keep && template.absolute ? 302 : null);
