@@ -22,6 +22,7 @@ import { alternatesOf, buildJson, buildXml, formatsOf, renderDocument } from './
 import type { Exchange } from './lib/respond.ts';
 import { clientAddress, etagOf, matchesEtag, sendBody, sendEmpty } from './lib/respond.ts';
 import { loadRules, rewriteUrl } from './lib/rewrite.ts';
+import { rewriteRequestOf } from './lib/rewrite-request.ts';
 import type { ScriptModule, ScriptRequest } from './lib/script.ts';
 import { ScriptLoader } from './lib/scripts.ts';
 import { describeError, parseStack } from './lib/stack.ts';
@@ -59,6 +60,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     await Promise.all([accessLog.close(), errorLog.close()]);
     throw err;
   });
+  const site = { publicDir: config.publicDir, scriptExists: (name: string) => scripts.exists(name) };
   const basePath = config.baseUrl ? new URL(config.baseUrl).pathname.replace(/\/$/, '') : '';
 
   // Steps 1–8 of every request; one catch turns any failure into its response.
@@ -71,10 +73,12 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     traceRequest('%s %s', req.method, req.url);
 
     // 2. Take the representation suffix off: one rule serves /personen and /personen.xml.
-    const [bare, suffix] = takeSuffix(target.path);
+    //    An imported .htaccess table turns this off, so it sees paths as Apache does.
+    const [bare, suffix]: [string, Format | null] = rules.representationSuffixes ? takeSuffix(target.path) : [target.path, null];
 
-    // 3. Rewrite.
-    const rewritten = rewriteUrl(rules, bare, target.query);
+    // 3. Rewrite. Headers that conditions read go into Vary, as Apache does.
+    const rewritten = rewriteUrl(rules, rewriteRequestOf(req, { path: bare, query: target.query }, site));
+    if (rewritten.vary.length > 0) ex.res.setHeader('vary', [...new Set(rewritten.vary)].join(', '));
     switch (rewritten.kind) {
       case 'forbidden':
         throw new HttpError(403, 'Access to this address is forbidden.');
@@ -84,12 +88,14 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
         return sendEmpty(ex, rewritten.status, { location: absoluteLocation(rewritten.location, suffix, link) });
       case 'proxy':
         throw new HttpError(502, 'This address is served by an upstream server that is not connected.');
+      case 'loop':
+        throw new Error(`The rewrite rules redirected ${target.path} internally more than 10 times (rule ${rewritten.rule + 1} last); end the loop with a condition or the END flag.`);
     }
 
     // 4. Pick the script, or a file from public/.
     const name = scriptPath.exec(rewritten.path)?.[1];
     if (name === undefined || !scripts.exists(name)) {
-      const file = rewritten.rule === null ? files.find(target.path) : null;
+      const file = files.find(rewritten.rule === null ? target.path : rewritten.path);
       if (file && (req.method === 'GET' || req.method === 'HEAD')) {
         const headers = { 'content-type': file.type, etag: file.etag, 'cache-control': 'public, max-age=3600', 'last-modified': file.mtime.toUTCString() };
         if (matchesEtag(req.headers['if-none-match'], file.etag)) return sendEmpty(ex, 304, headers);
@@ -157,7 +163,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       link: [`<${link(doc.path)}>; rel="canonical"`, ...alternates.map((a) => `<${a.href}>; rel="alternate"; type="${a.type}"`)].join(', '),
       'x-content-type-options': 'nosniff',
     };
-    if (suffix === null) headers.vary = 'Accept';
+    if (suffix === null) headers.vary = [...new Set(['Accept', ...rewritten.vary])].join(', ');
     if (format === 'html') {
       headers['content-security-policy'] = "default-src 'self'; img-src 'self' https: http: data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'";
       headers['referrer-policy'] = 'same-origin';
@@ -236,7 +242,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     res.once('close', () => logAccess(ex));
     let suffix: Format | null = null;
     try {
-      suffix = takeSuffix((req.url ?? '').split('?')[0] ?? '')[1];
+      if (rules.representationSuffixes) suffix = takeSuffix((req.url ?? '').split('?')[0] ?? '')[1];
     } catch {
       // the suffix only chooses the error format
     }

@@ -1,61 +1,101 @@
-// The URL rewrite engine: an ordered table of mod_rewrite-style rules (pattern, substitution,
-// flags) applied to the request path, and the loader that checks the table at start-up.
-// Semantics follow https://httpd.apache.org/docs/2.4/mod/mod_rewrite.html#rewriterule (server context).
+// The URL rewrite table: an ordered list of mod_rewrite rules (pattern, conditions,
+// substitution, flags), checked when it loads, and rewriteUrl, which applies it to a request.
+// Semantics follow https://httpd.apache.org/docs/2.4/mod/mod_rewrite.html, in server context
+// for our own table and in directory (.htaccess) context for an imported one.
 
+import type { IncomingHttpHeaders } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import createDebug from 'debug';
+import type { CompiledCondition, RewriteConditionSource } from './rewrite-conditions.ts';
+import { compileCondition } from './rewrite-conditions.ts';
+import type { Piece } from './rewrite-expand.ts';
+import { ExpandError, hasReferences, highestReference, parsePieces } from './rewrite-expand.ts';
+import { rewriteInDirectory, rewriteInServer } from './rewrite-rounds.ts';
 
-// Like Apache's RewriteLog trace: DEBUG=portfolio:rewrite shows every rule tried.
-// Rule numbers in the trace and in load errors are 1-based, as a person counts rules in the file.
+// Like Apache's RewriteLog trace: DEBUG=portfolio:rewrite shows every rewrite.
+// Rule numbers in load errors are 1-based, as a person counts rules in the file.
 const trace = createDebug('portfolio:rewrite');
 
-export interface RewriteRuleSource { pattern: string; substitution: string; flags?: string[]; comment?: string }
-export interface RuleFlags { last: boolean; qsa: boolean; nocase: boolean; redirect: number | null; forbidden: boolean; gone: boolean; proxy: boolean }
-export interface CompiledRule { index: number; source: RewriteRuleSource; regex: RegExp; negate: boolean; flags: RuleFlags }
-export type RewriteResult =
+export interface RewriteRuleSource { pattern: string; substitution: string; flags?: string[]; conditions?: RewriteConditionSource[]; comment?: string }
+export interface RuleFlags {
+  last: boolean; end: boolean; qsa: boolean; qsd: boolean; nocase: boolean; noescape: boolean; escape: boolean;
+  chain: boolean; skip: number; discardPathInfo: boolean;
+  redirect: number | null; forbidden: boolean; gone: boolean; proxy: boolean;
+}
+export interface CompiledRule { index: number; source: RewriteRuleSource; regex: RegExp; negate: boolean; flags: RuleFlags; conditions: CompiledCondition[] }
+export interface RewriteTable {
+  rules: CompiledRule[];
+  /** Directory context: the folder (site path ending in "/") the rules apply to, as an .htaccess file. */
+  directory: string | null;
+  /** RewriteBase: what relative substitutions are taken against in directory context. */
+  base: string | null;
+  /** Whether the front takes .html, .xml and .json off the path before rewriting. */
+  representationSuffixes: boolean;
+}
+/** The request as the rules see it. The path is percent-decoded, the query raw and without "?". */
+export interface RewriteRequest {
+  path: string;
+  query: string;
+  method?: string;
+  headers?: IncomingHttpHeaders;
+  https?: boolean;
+  /** THE_REQUEST, e.g. "GET /a?b HTTP/1.1". */
+  requestLine?: string;
+  remoteAddr?: string;
+  /** -f and -d: whether a site path is a file (a public file or a script's /name.php) or a folder. */
+  fileExists?: (path: string) => boolean;
+  dirExists?: (path: string) => boolean;
+}
+type Outcome =
   | { kind: 'pass'; path: string; query: string; rule: number | null }
   | { kind: 'redirect'; status: number; location: string; rule: number }
   | { kind: 'forbidden'; rule: number }
   | { kind: 'gone'; rule: number }
-  | { kind: 'proxy'; url: string; rule: number };
+  | { kind: 'proxy'; url: string; rule: number }
+  | { kind: 'loop'; rule: number };
+/** The decision, with the request headers the deciding conditions read (for Vary). */
+export type RewriteResult = Outcome & { vary: string[] };
 export interface CompileOptions { file?: string; scriptExists: (name: string) => boolean }
 
 export class RewriteConfigError extends Error {
   override name = 'RewriteConfigError';
 }
 
-type SwitchFlag = Exclude<keyof RuleFlags, 'redirect'>;
+type SwitchFlag = 'last' | 'end' | 'qsa' | 'qsd' | 'nocase' | 'noescape' | 'escape' | 'chain' | 'discardPathInfo' | 'forbidden' | 'gone' | 'proxy';
 
 // Short and long flag names, https://httpd.apache.org/docs/2.4/rewrite/flags.html
-const FLAG_NAMES = new Map<string, SwitchFlag | 'redirect'>([
-  ['l', 'last'], ['last', 'last'], ['qsa', 'qsa'], ['qsappend', 'qsa'], ['nc', 'nocase'], ['nocase', 'nocase'],
+const FLAG_NAMES = new Map<string, SwitchFlag | 'redirect' | 'skip'>([
+  ['l', 'last'], ['last', 'last'], ['end', 'end'], ['qsa', 'qsa'], ['qsappend', 'qsa'], ['qsd', 'qsd'], ['qsdiscard', 'qsd'],
+  ['nc', 'nocase'], ['nocase', 'nocase'], ['ne', 'noescape'], ['noescape', 'noescape'], ['b', 'escape'],
+  ['c', 'chain'], ['chain', 'chain'], ['s', 'skip'], ['skip', 'skip'], ['dpi', 'discardPathInfo'], ['discardpath', 'discardPathInfo'],
   ['r', 'redirect'], ['redirect', 'redirect'], ['f', 'forbidden'], ['forbidden', 'forbidden'],
   ['g', 'gone'], ['gone', 'gone'], ['p', 'proxy'], ['proxy', 'proxy'],
 ]);
+const FLAG_LIST = 'L, END, QSA, QSD, NC, NE, B, C, S=N, DPI, R, R=301|302|303|307|308, F, G or P (or their long names)';
 const REDIRECT_CODES = new Map<string, number>([
   ['301', 301], ['302', 302], ['303', 303], ['307', 307], ['308', 308],
   ['permanent', 301], ['temp', 302], ['seeother', 303],
 ]);
-const RULE_KEYS = new Set(['pattern', 'substitution', 'flags', 'comment']);
+const RULE_KEYS = new Set(['pattern', 'substitution', 'flags', 'conditions', 'comment']);
+const TABLE_KEYS = new Set(['rules', 'comment', 'directory', 'base', 'representationSuffixes']);
 const ABSOLUTE_URL = /^https?:\/\//i;
 const OTHER_SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
 const SCRIPT_NAME = /^\/?([A-Za-z0-9_-]+)\.php$/;
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
-// A substitution split once into literal text and group numbers, so a request only concatenates.
-// Kept beside the rule in a WeakMap so CompiledRule stays the plain published shape.
-type Piece = string | number;
-interface Template { keep: boolean; absolute: boolean; path: Piece[]; query: Piece[] | null }
+// A substitution split once into literal text, back references and variables, so a request
+// only concatenates. Kept beside the rule in a WeakMap so CompiledRule stays the plain published shape.
+export interface Template { keep: boolean; absolute: boolean; path: Piece[]; query: Piece[] | null }
 const templates = new WeakMap<CompiledRule, Template>();
 
 interface RuleContext { file: string | undefined; index: number; pattern: string | undefined }
 
-export function compileRules(input: unknown, options: CompileOptions): CompiledRule[] {
-  const list = readRuleList(input, options.file);
-  return list.map((raw, index) => compileRule(raw, { file: options.file, index, pattern: undefined }, options));
+export function compileRules(input: unknown, options: CompileOptions): RewriteTable {
+  const table = readTable(input, options.file);
+  const rules = table.list.map((raw, index) => compileRule(raw, { file: options.file, index, pattern: undefined }, options));
+  return { rules, directory: table.directory, base: table.base, representationSuffixes: table.representationSuffixes };
 }
 
-export async function loadRules(file: string, options: Omit<CompileOptions, 'file'>): Promise<CompiledRule[]> {
+export async function loadRules(file: string, options: Omit<CompileOptions, 'file'>): Promise<RewriteTable> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -71,102 +111,20 @@ export async function loadRules(file: string, options: Omit<CompileOptions, 'fil
   return compileRules(input, { ...options, file });
 }
 
-export function rewriteUrl(rules: readonly CompiledRule[], path: string, query: string): RewriteResult {
-  const tracing = trace.enabled;
-  let current = path;
-  let currentQuery = query;
-  let matched: number | null = null;
-  let redirect: number | null = null;
-  for (const rule of rules) {
-    const match = rule.regex.exec(current);
-    if ((match === null) !== rule.negate) {
-      if (tracing) trace('rule %d %s did not match %s', rule.index + 1, rule.source.pattern, current);
-      continue;
-    }
-    matched = rule.index;
-    const { flags } = rule;
-    if (flags.forbidden) return traceResult(path, query, { kind: 'forbidden', rule: rule.index });
-    if (flags.gone) return traceResult(path, query, { kind: 'gone', rule: rule.index });
-    const template = findTemplate(rule);
-    const before = tracing ? joinQuery(current, currentQuery) : '';
-    if (!template.keep) {
-      // A negated pattern has no groups: every $N is empty (mod_rewrite docs, "!" prefix).
-      current = expandPath(template, match);
-      if (template.query !== null) currentQuery = mergeQuery(expandPieces(template.query, match, true), currentQuery, flags.qsa);
-    }
-    if (tracing) trace('rule %d %s matched %s -> %s', rule.index + 1, rule.source.pattern, before, joinQuery(current, currentQuery));
-    if (flags.proxy) return traceResult(path, query, { kind: 'proxy', url: formatUrl(current, currentQuery), rule: rule.index });
-    // R without L keeps going, and the client gets the URL the last rule leaves (flags.html#flag_r).
-    redirect = flags.redirect ?? redirect ?? (template.absolute ? 302 : null);
-    if (flags.last) break;
-  }
-  if (redirect !== null && matched !== null) {
-    return traceResult(path, query, { kind: 'redirect', status: redirect, location: formatUrl(current, currentQuery), rule: matched });
-  }
-  return traceResult(path, query, { kind: 'pass', path: current, query: currentQuery, rule: matched });
-}
-
-function traceResult(path: string, query: string, result: RewriteResult): RewriteResult {
-  if (trace.enabled) trace('%s -> %o', joinQuery(path, query), result);
+/** Rewrites one request: first matching rules win; see rewrite-pass.ts and rewrite-rounds.ts. */
+export function rewriteUrl(table: RewriteTable, request: RewriteRequest): RewriteResult {
+  const result = table.directory === null ? rewriteInServer(table, request) : rewriteInDirectory(table, request);
+  if (trace.enabled) trace('%s -> %o', request.query === '' ? request.path : `${request.path}?${request.query}`, result);
   return result;
 }
 
-function findTemplate(rule: CompiledRule): Template {
+export function templateOf(rule: CompiledRule): Template {
   let template = templates.get(rule);
   if (template === undefined) {
     template = parseSubstitution(rule.source.substitution);
     templates.set(rule, template);
   }
   return template;
-}
-
-// The path stays percent-decoded while rules run; a relative result is taken against "/",
-// as with "RewriteBase /". Back references in the query part are percent-encoded (Apache's
-// B flag) because they come from the decoded path and the query is raw: "/person/a%26b" must
-// not inject a parameter.
-function expandPath(template: Template, match: RegExpExecArray | null): string {
-  const path = expandPieces(template.path, match, false);
-  return template.absolute || path.charCodeAt(0) === 0x2f ? path : '/' + path;
-}
-
-function expandPieces(pieces: readonly Piece[], match: RegExpExecArray | null, encode: boolean): string {
-  let out = '';
-  for (const piece of pieces) {
-    if (typeof piece === 'string') {
-      out += piece;
-    } else {
-      const value = match?.[piece] ?? '';
-      out += encode ? encodeURIComponent(value.replace(LONE_SURROGATE, '\uFFFD')) : value;
-    }
-  }
-  return out;
-}
-
-function mergeQuery(fresh: string, current: string, append: boolean): string {
-  if (!append || current === '') return fresh;
-  return fresh === '' ? current : fresh + '&' + current;
-}
-
-function joinQuery(path: string, query: string): string {
-  return query === '' ? path : path + '?' + query;
-}
-
-// A URL that leaves the server is escaped again (Apache escapes unless NE is set), and a
-// leading "//" or "/\" is collapsed so a path can never become a protocol-relative
-// redirect to another host (an open redirect).
-function formatUrl(current: string, query: string): string {
-  let url: string;
-  if (ABSOLUTE_URL.test(current)) {
-    const start = current.indexOf('/', current.indexOf('//') + 2);
-    url = start === -1 ? current : current.slice(0, start) + encodePath(current.slice(start));
-  } else {
-    url = encodePath(current.replace(/^[/\\]+/, '/'));
-  }
-  return joinQuery(url, query);
-}
-
-function encodePath(path: string): string {
-  return encodeURI(path.replace(LONE_SURROGATE, '\uFFFD')).replace(/[?#]/g, (c) => (c === '?' ? '%3F' : '%23'));
 }
 
 function parseSubstitution(substitution: string): Template {
@@ -181,39 +139,36 @@ function parseSubstitution(substitution: string): Template {
   };
 }
 
-// "$N" is a back reference; "\$" and "\\" are a literal "$" and "\" (mod_rewrite docs).
-function parsePieces(text: string): Piece[] {
-  const pieces: Piece[] = [];
-  let literal = '';
-  for (let i = 0; i < text.length; i++) {
-    const char = text.charAt(i);
-    const next = text.charAt(i + 1);
-    if (char === '\\' && (next === '$' || next === '\\')) {
-      literal += next;
-      i++;
-    } else if (char === '$' && next >= '0' && next <= '9') {
-      if (literal !== '') pieces.push(literal);
-      literal = '';
-      pieces.push(Number(next));
-      i++;
-    } else {
-      literal += char;
-    }
-  }
-  if (literal !== '') pieces.push(literal);
-  return pieces;
-}
+interface TableShape { list: unknown[]; directory: string | null; base: string | null; representationSuffixes: boolean }
 
-function readRuleList(input: unknown, file: string | undefined): unknown[] {
-  if (Array.isArray(input)) return input;
+function readTable(input: unknown, file: string | undefined): TableShape {
+  if (Array.isArray(input)) return { list: input, directory: null, base: null, representationSuffixes: true };
   const prefix = file === undefined ? '' : `${file}: `;
   if (isRecord(input)) {
     for (const key of Object.keys(input)) {
-      if (key !== 'rules' && key !== 'comment') {
-        throw new RewriteConfigError(`${prefix}unknown top-level key ${JSON.stringify(key)}; the table holds only "rules" (and an optional "comment").`);
+      if (!TABLE_KEYS.has(key)) {
+        throw new RewriteConfigError(`${prefix}unknown top-level key ${JSON.stringify(key)}; the table holds "rules" and optionally "comment", "directory", "base" and "representationSuffixes".`);
       }
     }
-    if (Array.isArray(input['rules'])) return input['rules'];
+    if (Array.isArray(input['rules'])) {
+      const { directory, base, representationSuffixes } = input;
+      if (directory !== undefined && (typeof directory !== 'string' || !/^\/(?:.*\/)?$/.test(directory))) {
+        throw new RewriteConfigError(`${prefix}"directory" must be a site path that starts and ends with "/", such as "/" or "/shop/", got ${JSON.stringify(directory)}.`);
+      }
+      if (base !== undefined && (typeof base !== 'string' || !base.startsWith('/') || directory === undefined)) {
+        throw new RewriteConfigError(`${prefix}"base" (RewriteBase) must be a site path starting with "/" and goes with "directory", got ${JSON.stringify(base)}.`);
+      }
+      if (representationSuffixes !== undefined && typeof representationSuffixes !== 'boolean') {
+        throw new RewriteConfigError(`${prefix}"representationSuffixes" must be true or false, got ${JSON.stringify(representationSuffixes)}.`);
+      }
+      return {
+        list: input['rules'],
+        directory: directory ?? null,
+        // Apache adds the slash a RewriteBase lacks when it replaces the directory prefix.
+        base: base === undefined ? null : base.endsWith('/') ? base : base + '/',
+        representationSuffixes: representationSuffixes ?? true,
+      };
+    }
   }
   throw new RewriteConfigError(`${prefix}expected {"rules": [...]} or an array of rules, got ${describeType(input)}; write the table as {"rules": [{"pattern": "^/$", "substitution": "/index.php", "flags": ["L"]}]}.`);
 }
@@ -230,9 +185,17 @@ function compileRule(raw: unknown, context: RuleContext, options: CompileOptions
   } catch (error) {
     throw ruleError(context, `the pattern does not compile (${describeError(error)}); fix the regular expression (JavaScript syntax, close to PCRE).`);
   }
-  const template = parseSubstitution(source.substitution);
+  let template: Template;
+  let conditions: CompiledCondition[];
+  try {
+    template = parseSubstitution(source.substitution);
+    conditions = (source.conditions ?? []).map((condition) => compileCondition(condition));
+  } catch (error) {
+    if (error instanceof ExpandError) throw ruleError(context, error.message);
+    throw error;
+  }
   checkSubstitution({ source, template, flags, groups: countGroups(body) }, context, options);
-  const rule: CompiledRule = { index: context.index, source, regex, negate, flags };
+  const rule: CompiledRule = { index: context.index, source, regex, negate, flags, conditions };
   templates.set(rule, template);
   return rule;
 }
@@ -243,9 +206,9 @@ function checkRuleShape(raw: unknown, context: RuleContext): RewriteRuleSource {
   }
   if (typeof raw['pattern'] === 'string') context.pattern = raw['pattern'];
   for (const key of Object.keys(raw)) {
-    if (!RULE_KEYS.has(key)) throw ruleError(context, `unknown key ${JSON.stringify(key)}; the keys are pattern, substitution, flags and comment, so check the spelling.`);
+    if (!RULE_KEYS.has(key)) throw ruleError(context, `unknown key ${JSON.stringify(key)}; the keys are pattern, substitution, flags, conditions and comment, so check the spelling.`);
   }
-  const { pattern, substitution, flags, comment } = raw;
+  const { pattern, substitution, flags, conditions, comment } = raw;
   if (typeof pattern !== 'string') throw ruleError(context, `"pattern" must be a string (a regular expression), got ${describeType(pattern)}.`);
   if (typeof substitution !== 'string') throw ruleError(context, `"substitution" must be a string, got ${describeType(substitution)}; use "-" to leave the path unchanged.`);
   if (substitution === '') throw ruleError(context, 'the substitution is empty; use "-" to leave the path unchanged.');
@@ -253,24 +216,35 @@ function checkRuleShape(raw: unknown, context: RuleContext): RewriteRuleSource {
     throw ruleError(context, `"flags" must be an array of strings such as ["L", "QSA"], got ${describeType(flags)}.`);
   }
   if (comment !== undefined && typeof comment !== 'string') throw ruleError(context, `"comment" must be a string, got ${describeType(comment)}.`);
+  if (conditions !== undefined && !Array.isArray(conditions)) {
+    throw ruleError(context, `"conditions" must be an array such as [{"test": "%{REQUEST_FILENAME}", "pattern": "!-f"}], got ${describeType(conditions)}.`);
+  }
   const source: RewriteRuleSource = { pattern, substitution };
   if (flags !== undefined) source.flags = flags as string[];
+  if (conditions !== undefined) source.conditions = conditions as RewriteConditionSource[];
   if (comment !== undefined) source.comment = comment;
   return source;
 }
 
 function parseFlags(list: readonly string[], context: RuleContext): RuleFlags {
-  const flags: RuleFlags = { last: false, qsa: false, nocase: false, redirect: null, forbidden: false, gone: false, proxy: false };
+  const flags: RuleFlags = {
+    last: false, end: false, qsa: false, qsd: false, nocase: false, noescape: false, escape: false,
+    chain: false, skip: 0, discardPathInfo: false, redirect: null, forbidden: false, gone: false, proxy: false,
+  };
   for (const flag of list) {
     const eq = flag.indexOf('=');
     const name = FLAG_NAMES.get((eq === -1 ? flag : flag.slice(0, eq)).toLowerCase());
-    if (name === undefined || (eq !== -1 && name !== 'redirect')) {
-      throw ruleError(context, `unknown flag ${JSON.stringify(flag)}; use L, QSA, NC, R, R=301|302|303|307|308, F, G or P (or their long names).`);
+    const value = eq === -1 ? null : flag.slice(eq + 1);
+    if (name === undefined || (value !== null && name !== 'redirect' && name !== 'skip') || (name === 'skip' && value === null)) {
+      throw ruleError(context, `unknown flag ${JSON.stringify(flag)}; use ${FLAG_LIST}.`);
     }
     if (name === 'redirect') {
-      const status = eq === -1 ? 302 : REDIRECT_CODES.get(flag.slice(eq + 1).toLowerCase());
+      const status = value === null ? 302 : REDIRECT_CODES.get(value.toLowerCase());
       if (status === undefined) throw ruleError(context, `flag ${JSON.stringify(flag)} has an unsupported status; use R=301, R=302, R=303, R=307 or R=308.`);
       flags.redirect = status;
+    } else if (name === 'skip') {
+      if (!/^[1-9][0-9]{0,2}$/.test(value ?? '')) throw ruleError(context, `flag ${JSON.stringify(flag)} needs a number of rules to skip, such as S=2.`);
+      flags.skip = Number(value);
     } else {
       flags[name] = true;
     }
@@ -305,11 +279,11 @@ function checkSubstitution(check: SubstitutionCheck, context: RuleContext, optio
   if (flags.proxy && !template.absolute) {
     throw ruleError(context, `flag P needs an absolute http:// or https:// substitution, got ${JSON.stringify(source.substitution)}; write the upstream URL, for example "http://127.0.0.1:8080$0".`);
   }
-  const highest = Math.max(-1, ...[...template.path, ...(template.query ?? [])].filter((piece) => typeof piece === 'number'));
+  const highest = highestReference([...template.path, ...(template.query ?? [])], '$');
   if (highest > groups) {
     throw ruleError(context, `the substitution uses $${highest}, but the pattern has ${groups} capturing group${groups === 1 ? '' : 's'}; add a group to the pattern or refer to $0..$${groups}.`);
   }
-  const script = pathText.includes('$') ? null : SCRIPT_NAME.exec(pathText)?.[1];
+  const script = hasReferences(template.path) ? null : SCRIPT_NAME.exec(pathText)?.[1];
   if (script != null && !options.scriptExists(script)) {
     throw ruleError(context, `the substitution names scripts/${script}.ts, which does not exist; create that script or correct the name in the substitution.`);
   }

@@ -12,8 +12,11 @@ import type { RewriteResult, RewriteRuleSource } from '../lib/rewrite.ts';
 
 const anyScript = { scriptExists: () => true };
 
+// A decision without its Vary list, which is empty unless a condition read a header.
+type Decision = RewriteResult extends infer R ? (R extends unknown ? Omit<R, 'vary'> & { vary?: string[] } : never) : never;
+
 // As rewriteUrl receives them: the path percent-decoded, the query raw and without "?".
-interface RewriteCase { name: string; rules: RewriteRuleSource[]; path: string; query?: string; expected: RewriteResult }
+interface RewriteCase { name: string; rules: RewriteRuleSource[]; path: string; query?: string; expected: Decision }
 
 const matchingCases: RewriteCase[] = [
   {
@@ -276,7 +279,7 @@ const outcomeCases: RewriteCase[] = [
 for (const [group, cases] of [['matching', matchingCases], ['substitution', substitutionCases], ['query string', queryCases], ['outcome', outcomeCases]] as const) {
   describe(`rewriteUrl: ${group}`, () => {
     for (const { name, rules, path, query = '', expected } of cases) {
-      test(name, () => assert.deepEqual(rewriteUrl(compileRules(rules, anyScript), path, query), expected));
+      test(name, () => assert.deepEqual(rewriteUrl(compileRules(rules, anyScript), { path, query }), { vary: [], ...expected }));
     }
   });
 }
@@ -284,13 +287,22 @@ for (const [group, cases] of [['matching', matchingCases], ['substitution', subs
 describe('compileRules', () => {
   test('compiles each rule once into its regex, negation and flags', () => {
     const source = { pattern: '!^/a$', substitution: '-', flags: ['nc', 'R=301', 'L'], comment: 'why' };
-    assert.deepEqual(compileRules({ rules: [source] }, anyScript), [{
-      index: 0,
-      source,
-      regex: /^\/a$/i,
-      negate: true,
-      flags: { last: true, qsa: false, nocase: true, redirect: 301, forbidden: false, gone: false, proxy: false },
-    }]);
+    assert.deepEqual(compileRules({ rules: [source] }, anyScript), {
+      rules: [{
+        index: 0,
+        source,
+        regex: /^\/a$/i,
+        negate: true,
+        flags: {
+          last: true, end: false, qsa: false, qsd: false, nocase: true, noescape: false, escape: false,
+          chain: false, skip: 0, discardPathInfo: false, redirect: 301, forbidden: false, gone: false, proxy: false,
+        },
+        conditions: [],
+      }],
+      directory: null,
+      base: null,
+      representationSuffixes: true,
+    });
   });
 
   test('accepts a bare array as well as {rules}', () => {
@@ -325,7 +337,7 @@ const configErrorCases: ConfigErrorCase[] = [
   {
     name: 'rejects an unknown key such as a misspelt substitution',
     rule: { pattern: '^/a$', substition: '/b' },
-    message: 'rules.json: rule 3 (pattern "^/a$"): unknown key "substition"; the keys are pattern, substitution, flags and comment, so check the spelling.',
+    message: 'rules.json: rule 3 (pattern "^/a$"): unknown key "substition"; the keys are pattern, substitution, flags, conditions and comment, so check the spelling.',
   },
   {
     name: 'rejects a missing pattern',
@@ -365,12 +377,12 @@ const configErrorCases: ConfigErrorCase[] = [
   {
     name: 'rejects an unknown flag',
     rule: { pattern: '^/a$', substitution: '/b', flags: ['L', 'X'] },
-    message: 'rules.json: rule 3 (pattern "^/a$"): unknown flag "X"; use L, QSA, NC, R, R=301|302|303|307|308, F, G or P (or their long names).',
+    message: 'rules.json: rule 3 (pattern "^/a$"): unknown flag "X"; use L, END, QSA, QSD, NC, NE, B, C, S=N, DPI, R, R=301|302|303|307|308, F, G or P (or their long names).',
   },
   {
     name: 'rejects a value on a flag that takes none',
     rule: { pattern: '^/a$', substitution: '/b', flags: ['L=1'] },
-    message: 'rules.json: rule 3 (pattern "^/a$"): unknown flag "L=1"; use L, QSA, NC, R, R=301|302|303|307|308, F, G or P (or their long names).',
+    message: 'rules.json: rule 3 (pattern "^/a$"): unknown flag "L=1"; use L, END, QSA, QSD, NC, NE, B, C, S=N, DPI, R, R=301|302|303|307|308, F, G or P (or their long names).',
   },
   {
     name: 'rejects a redirect status outside 301, 302, 303, 307 and 308',
@@ -429,13 +441,13 @@ describe('compileRules: validation', () => {
 
   test('rejects an unknown top-level key', () => {
     assert.throws(() => compileRules({ rule: [] }, scripts), new RewriteConfigError(
-      'rules.json: unknown top-level key "rule"; the table holds only "rules" (and an optional "comment").',
+      'rules.json: unknown top-level key "rule"; the table holds "rules" and optionally "comment", "directory", "base" and "representationSuffixes".',
     ));
   });
 
   test('leaves the file name out of the message when none is given', () => {
     assert.throws(() => compileRules([{ pattern: '^/a$', substitution: '/b', flags: ['Z'] }], anyScript), new RewriteConfigError(
-      'rule 1 (pattern "^/a$"): unknown flag "Z"; use L, QSA, NC, R, R=301|302|303|307|308, F, G or P (or their long names).',
+      'rule 1 (pattern "^/a$"): unknown flag "Z"; use L, END, QSA, QSD, NC, NE, B, C, S=N, DPI, R, R=301|302|303|307|308, F, G or P (or their long names).',
     ));
   });
 });
@@ -447,7 +459,7 @@ describe('loadRules', () => {
     const file = join(await folder, 'good.json');
     await writeFile(file, JSON.stringify({ rules: [{ pattern: '^/a$', substitution: '/b' }] }));
     const rules = await loadRules(file, anyScript);
-    assert.deepEqual(rewriteUrl(rules, '/a', ''), { kind: 'pass', path: '/b', query: '', rule: 0 });
+    assert.deepEqual(rewriteUrl(rules, { path: '/a', query: '' }), { kind: 'pass', path: '/b', query: '', rule: 0, vary: [] });
   });
 
   test('names the file when its JSON does not parse', async () => {
@@ -472,7 +484,7 @@ describe('loadRules', () => {
     const file = join(await folder, 'typo.json');
     await writeFile(file, JSON.stringify([{ pattern: '^/a$', substitution: '/b', flags: ['QAS'] }]));
     await assert.rejects(loadRules(file, anyScript), new RewriteConfigError(
-      `${file}: rule 1 (pattern "^/a$"): unknown flag "QAS"; use L, QSA, NC, R, R=301|302|303|307|308, F, G or P (or their long names).`,
+      `${file}: rule 1 (pattern "^/a$"): unknown flag "QAS"; use L, END, QSA, QSD, NC, NE, B, C, S=N, DPI, R, R=301|302|303|307|308, F, G or P (or their long names).`,
     ));
   });
 });
@@ -482,7 +494,7 @@ describe('rewrite-rules.json (CONTRACT.md section 1)', () => {
   const tableFile = fileURLToPath(new URL('../rewrite-rules.json', import.meta.url));
   const loaded = loadRules(tableFile, { scriptExists: (name) => scriptNames.has(name) });
 
-  const cases: [url: string, expected: RewriteResult][] = [
+  const cases: [url: string, expected: Decision][] = [
     ['/', { kind: 'pass', path: '/index.php', query: '', rule: 2 }],
     ['/index', { kind: 'pass', path: '/index.php', query: '', rule: 3 }],
     ['/personen?offset=50', { kind: 'pass', path: '/personen.php', query: 'offset=50', rule: 4 }],
@@ -507,8 +519,8 @@ describe('rewrite-rules.json (CONTRACT.md section 1)', () => {
   for (const [url, expected] of cases) {
     test(`maps ${url} to ${JSON.stringify(expected)}`, async () => {
       const mark = url.indexOf('?');
-      const result = rewriteUrl(await loaded, mark === -1 ? url : url.slice(0, mark), mark === -1 ? '' : url.slice(mark + 1));
-      assert.deepEqual(result, expected);
+      const result = rewriteUrl(await loaded, { path: mark === -1 ? url : url.slice(0, mark), query: mark === -1 ? '' : url.slice(mark + 1) });
+      assert.deepEqual(result, { vary: [], ...expected });
     });
   }
 

@@ -96,6 +96,12 @@ describe('URL styles (CONTRACT 1)', () => {
     assert.equal(res.headers.location, `${server.origin}/person/max%20muster?x=%C3%BC`);
   });
 
+  test('a redirect escapes the path once: /a%20b/ answers 301 to /a%20b', async () => {
+    const res = await rawRequest(server.origin, '/a%20b/');
+    assert.equal(res.status, 301);
+    assert.equal(res.headers.location, `${server.origin}/a%20b`);
+  });
+
   for (const target of ['/foo.php', '/../server.ts', '/%2e%2e/server.ts', '/person.php%00', '/person.php%00.json', '/scripts/person.ts', '/server.ts', '/lib/db.ts', '/etc/passwd', '/nothing']) {
     test(`${target} is 404, never a file read`, async () => {
       const res = await rawRequest(server.origin, target);
