@@ -18,6 +18,7 @@ import { LogFile } from './lib/log-file.ts';
 import { loadDemoData, migrate } from './lib/migrate.ts';
 import type { Format } from './lib/negotiate.ts';
 import { mediaTypes, negotiateErrorFormat, negotiateFormat, takeSuffix } from './lib/negotiate.ts';
+import { createProxy, UpstreamError } from './lib/proxy.ts';
 import { alternatesOf, buildJson, buildXml, formatsOf, renderDocument } from './lib/render.ts';
 import type { Exchange } from './lib/respond.ts';
 import { clientAddress, etagOf, matchesEtag, sendBody, sendEmpty } from './lib/respond.ts';
@@ -58,6 +59,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const rules = await loadRules(config.rulesFile, { scriptExists: (name) => scripts.exists(name) });
   const templates = new Templates(config.templatesDir, { reload });
   const files = new StaticFiles(config.publicDir, { reload });
+  const proxy = createProxy({ timeoutMs: config.proxyTimeoutMs });
   const ownsDb = options.db === undefined;
   const db = options.db ?? (await openDatabase(config, logError));
   await migrate(db, config.sqlDir);
@@ -85,8 +87,11 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
         throw new HttpError(410, 'This address is gone for good.');
       case 'redirect':
         return sendEmpty(ex, rewritten.status, { location: absoluteLocation(rewritten.location, suffix, link) });
-      case 'proxy':
-        throw new HttpError(502, 'This address is served by an upstream server that is not connected.');
+      case 'proxy': {
+        // The old site gets the path as requested: /about.html stays /about.html when a P rule takes it.
+        const whole = suffix === null ? rewritten : rewriteUrl(rules, target.path, target.query);
+        return proxy.forward(ex, whole.kind === 'proxy' ? whole.url : rewritten.url);
+      }
     }
 
     // 4. Pick the script, or a file from public/.
@@ -220,7 +225,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     const referer = ex.req.headers.referer;
     errorLog.write(formatErrorLine({
       time: new Date(), level: 'error', pid: process.pid, client: clientPort(ex.req),
-      message: describeError(err, root), ...(referer ? { referer } : {}),
+      message: err instanceof UpstreamError ? err.logMessage : describeError(err, root), ...(referer ? { referer } : {}),
     }));
   }
 
