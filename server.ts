@@ -1,12 +1,14 @@
 // The HTTP front: maps each request through rewrite-rules.json to a handler script in
 // scripts/, renders the script's document as HTML, XML or JSON, and logs the exchange
 // the way Apache does. It listens only when run as the program (`npm start`).
+import cluster from 'node:cluster';
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import createDebug from 'debug';
 import { formatAccessLine } from './lib/access-log.ts';
+import { handleSignals, runPrimary, runsWorkers } from './lib/cluster.ts';
 import type { Config } from './lib/config.ts';
 import { readConfig } from './lib/config.ts';
 import type { Db } from './lib/db.ts';
@@ -338,33 +340,49 @@ async function openDatabase(config: Config, logError: App['logError']): Promise<
   return openPglite({ dataDir: config.dataDir });
 }
 
-/** Starts the server: configuration, database, listen; logs rotate on SIGHUP. */
+/** Starts the server: configuration, database, listen; logs rotate on SIGHUP, SIGTERM stops gracefully. */
 export async function startServer(config: Config): Promise<http.Server> {
-  if (config.webConcurrency > 1 && !config.databaseUrl) {
-    throw new Error('WEB_CONCURRENCY > 1 needs PostgreSQL: the embedded database (PGlite) serves one process only. Set DATABASE_URL or WEB_CONCURRENCY=1.');
-  }
+  checkConcurrency(config);
   const app = await createApp(config);
   const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 }, app.handle);
-  process.on('SIGHUP', () => app.reopenLogs());
-  const stop = () => {
-    server.close(() => void app.close().then(() => process.exit(0)));
-    server.closeIdleConnections();
-    setTimeout(() => process.exit(0), 10_000).unref();
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  handleSignals(server, app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);
   });
   const address = server.address();
   const where = typeof address === 'object' && address ? `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}` : String(address);
-  console.log(`portfolio: listening on ${where}/ (${config.databaseUrl ? 'PostgreSQL' : `PGlite in ${config.dataDir}`}, display_errors ${config.displayErrors ? 'on' : 'off'})`);
+  const who = cluster.isWorker ? `worker ${process.pid} ` : '';
+  console.log(`portfolio: ${who}listening on ${where}/ (${config.databaseUrl ? 'PostgreSQL' : `PGlite in ${config.dataDir}`}, display_errors ${config.displayErrors ? 'on' : 'off'})`);
   return server;
 }
 
+/** With WEB_CONCURRENCY > 1: the primary migrates once, then forks the workers (lib/cluster.ts). */
+export async function startWorkers(config: Config): Promise<void> {
+  checkConcurrency(config);
+  await runPrimary(config, async () => {
+    const db = await openDatabase(config, (message) => console.error(`portfolio: ${message}`));
+    try {
+      await migrate(db, config.sqlDir);
+      if (config.demoData && (await loadDemoData(db, config.sqlDir))) console.log('portfolio: loaded the demo data into the empty database');
+    } finally {
+      await db.close();
+    }
+  });
+}
+
+function checkConcurrency(config: Config): void {
+  if (config.webConcurrency > 1 && !config.databaseUrl) {
+    throw new Error('WEB_CONCURRENCY > 1 needs PostgreSQL: the embedded database (PGlite) serves one process only. Set DATABASE_URL or WEB_CONCURRENCY=1.');
+  }
+}
+
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  startServer(readConfig()).catch((err: unknown) => {
+  const start = async () => {
+    const config = readConfig();
+    return runsWorkers(config) ? startWorkers(config) : startServer(config);
+  };
+  start().catch((err: unknown) => {
     console.error(`portfolio could not start: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);
   });
