@@ -28,9 +28,9 @@ export interface Proxy {
 }
 
 export function createProxy(options: { timeoutMs: number }): Proxy {
-  // changeOrigin sends the upstream its own Host, as Apache does without ProxyPreserveHost;
-  // the client's Host travels in X-Forwarded-Host. ignorePath: the target is the whole URL.
-  const proxy = new ProxyServer({ xfwd: true, changeOrigin: true, ignorePath: true });
+  // The old site keeps the public Host it served before the move (Apache's ProxyPreserveHost On),
+  // so the links it builds from $_SERVER['HTTP_HOST'] stay public. ignorePath: the target is the whole URL.
+  const proxy = new ProxyServer({ xfwd: true, changeOrigin: false, ignorePath: true });
   const exchanges = new WeakMap<IncomingMessage, Exchange>();
 
   // Like Apache's ProxyTimeout: the time the upstream may stay silent, before or during its answer.

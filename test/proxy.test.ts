@@ -69,6 +69,7 @@ before(async () => {
   writeFileSync(path.join(dir, 'rules.json'), JSON.stringify({
     rules: [
       { pattern: '^/personen$', substitution: '/personen.php', flags: ['L'] },
+      { pattern: '^/(index|personen|person|werk|search)\\.php$', substitution: '-', flags: ['L'] },
       { pattern: '^/reset/(.*)$', substitution: `http://127.0.0.1:${resetPort}/$1`, flags: ['P'] },
       { pattern: '^/(?!(?:css|img)/)(.+)$', substitution: `http://127.0.0.1:${phpPort}/$1`, flags: ['P'] },
     ],
@@ -90,7 +91,7 @@ describe('a proxy rule in front of the old PHP site', () => {
     const port = new URL(server.origin).port;
     assert.deepEqual(JSON.parse(res.body) as Json, {
       method: 'GET', uri: '/echo.php?name=M%C3%BCller&page=2', get: { name: 'Müller', page: '2' }, post: [],
-      host: `127.0.0.1:${phpPort}`, forwardedFor: '127.0.0.1', forwardedHost: `127.0.0.1:${port}`, forwardedProto: 'http',
+      host: `127.0.0.1:${port}`, forwardedFor: '127.0.0.1', forwardedHost: `127.0.0.1:${port}`, forwardedProto: 'http',
       cookie: 'PHPSESSID=abc',
     });
   });
@@ -141,6 +142,9 @@ describe('a proxy rule in front of the old PHP site', () => {
     const own = await rawRequest(server.origin, '/personen.json');
     assert.equal(own.status, 200);
     assert.equal(own.headers['content-type'], 'application/json; charset=utf-8');
+    const script = await rawRequest(server.origin, '/personen.php', { headers: { accept: 'application/json' } });
+    assert.equal(script.status, 200);
+    assert.equal(script.headers['content-type'], 'application/json; charset=utf-8');
     const css = await rawRequest(server.origin, '/css/site.css');
     assert.equal(css.status, 200);
     assert.equal(css.headers['content-type'], 'text/css; charset=utf-8');
@@ -187,6 +191,8 @@ async function stopPhp(): Promise<void> {
   const exited = new Promise((resolve) => php.once('exit', resolve));
   process.kill(-(php.pid as number), 'SIGTERM');
   await exited;
+  // The PHP workers close the listening socket a moment after their parent has gone.
+  await waitForPort(phpPort, false);
 }
 
 async function findFreePort(): Promise<number> {
@@ -197,14 +203,14 @@ async function findFreePort(): Promise<number> {
   return port;
 }
 
-async function waitForPort(port: number): Promise<void> {
+async function waitForPort(port: number, listening = true): Promise<void> {
   for (let attempt = 0; attempt < 100; attempt++) {
     const open = await new Promise<boolean>((resolve) => {
       const socket = net.connect(port, '127.0.0.1', () => { socket.end(); resolve(true); });
       socket.on('error', () => resolve(false));
     });
-    if (open) return;
+    if (open === listening) return;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  throw new Error(`php -S did not listen on port ${port} within 5 s; is php-cli installed?`);
+  throw new Error(listening ? `php -S did not listen on port ${port} within 5 s; is php-cli installed?` : `php -S still listens on port ${port} after 5 s`);
 }
