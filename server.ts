@@ -1,12 +1,14 @@
 // The HTTP front: maps each request through rewrite-rules.json to a handler script in
 // scripts/, renders the script's document as HTML, XML or JSON, and logs the exchange
 // the way Apache does. It listens only when run as the program (`npm start`).
+import cluster from 'node:cluster';
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import createDebug from 'debug';
 import { formatAccessLine } from './lib/access-log.ts';
+import { handleSignals, runPrimary, runsWorkers } from './lib/cluster.ts';
 import type { Config } from './lib/config.ts';
 import { readConfig } from './lib/config.ts';
 import type { Db } from './lib/db.ts';
@@ -18,6 +20,7 @@ import { LogFile } from './lib/log-file.ts';
 import { loadDemoData, migrate } from './lib/migrate.ts';
 import type { Format } from './lib/negotiate.ts';
 import { mediaTypes, negotiateErrorFormat, negotiateFormat, takeSuffix } from './lib/negotiate.ts';
+import { createProxy, UpstreamError } from './lib/proxy.ts';
 import { alternatesOf, buildJson, buildXml, formatsOf, renderDocument } from './lib/render.ts';
 import type { Exchange } from './lib/respond.ts';
 import { clientAddress, etagOf, matchesEtag, sendBody, sendEmpty } from './lib/respond.ts';
@@ -61,6 +64,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     throw err;
   });
   const site = { publicDir: config.publicDir, scriptExists: (name: string) => scripts.exists(name) };
+  const proxy = createProxy({ timeoutMs: config.proxyTimeoutMs });
   const basePath = config.baseUrl ? new URL(config.baseUrl).pathname.replace(/\/$/, '') : '';
 
   // Steps 1–8 of every request; one catch turns any failure into its response.
@@ -86,8 +90,11 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
         throw new HttpError(410, 'This address is gone for good.');
       case 'redirect':
         return sendEmpty(ex, rewritten.status, { location: absoluteLocation(rewritten.location, suffix, link) });
-      case 'proxy':
-        throw new HttpError(502, 'This address is served by an upstream server that is not connected.');
+      case 'proxy': {
+        // The old site gets the path as requested: /about.html stays /about.html when a P rule takes it.
+        const whole = suffix === null ? rewritten : rewriteUrl(rules, rewriteRequestOf(req, { path: target.path, query: target.query }, site));
+        return proxy.forward(ex, whole.kind === 'proxy' ? whole.url : rewritten.url);
+      }
       case 'loop':
         throw new Error(`The rewrite rules redirected ${target.path} internally more than 10 times (rule ${rewritten.rule + 1} last); end the loop with a condition or the END flag.`);
     }
@@ -223,7 +230,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     const referer = ex.req.headers.referer;
     errorLog.write(formatErrorLine({
       time: new Date(), level: 'error', pid: process.pid, client: clientPort(ex.req),
-      message: describeError(err, root), ...(referer ? { referer } : {}),
+      message: err instanceof UpstreamError ? err.logMessage : describeError(err, root), ...(referer ? { referer } : {}),
     }));
   }
 
@@ -362,33 +369,49 @@ async function openDatabase(config: Config, logError: App['logError']): Promise<
   return openPglite({ dataDir: config.dataDir });
 }
 
-/** Starts the server: configuration, database, listen; logs rotate on SIGHUP. */
+/** Starts the server: configuration, database, listen; logs rotate on SIGHUP, SIGTERM stops gracefully. */
 export async function startServer(config: Config): Promise<http.Server> {
-  if (config.webConcurrency > 1 && !config.databaseUrl) {
-    throw new Error('WEB_CONCURRENCY > 1 needs PostgreSQL: the embedded database (PGlite) serves one process only. Set DATABASE_URL or WEB_CONCURRENCY=1.');
-  }
+  checkConcurrency(config);
   const app = await createApp(config);
   const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 }, app.handle);
-  process.on('SIGHUP', () => app.reopenLogs());
-  const stop = () => {
-    server.close(() => void app.close().then(() => process.exit(0)));
-    server.closeIdleConnections();
-    setTimeout(() => process.exit(0), 10_000).unref();
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  handleSignals(server, app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);
   });
   const address = server.address();
   const where = typeof address === 'object' && address ? `http://${address.address.includes(':') ? `[${address.address}]` : address.address}:${address.port}` : String(address);
-  console.log(`portfolio: listening on ${where}/ (${config.databaseUrl ? 'PostgreSQL' : `PGlite in ${config.dataDir}`}, display_errors ${config.displayErrors ? 'on' : 'off'})`);
+  const who = cluster.isWorker ? `worker ${process.pid} ` : '';
+  console.log(`portfolio: ${who}listening on ${where}/ (${config.databaseUrl ? 'PostgreSQL' : `PGlite in ${config.dataDir}`}, display_errors ${config.displayErrors ? 'on' : 'off'})`);
   return server;
 }
 
+/** With WEB_CONCURRENCY > 1: the primary migrates once, then forks the workers (lib/cluster.ts). */
+export async function startWorkers(config: Config): Promise<void> {
+  checkConcurrency(config);
+  await runPrimary(config, async () => {
+    const db = await openDatabase(config, (message) => console.error(`portfolio: ${message}`));
+    try {
+      await migrate(db, config.sqlDir);
+      if (config.demoData && (await loadDemoData(db, config.sqlDir))) console.log('portfolio: loaded the demo data into the empty database');
+    } finally {
+      await db.close();
+    }
+  });
+}
+
+function checkConcurrency(config: Config): void {
+  if (config.webConcurrency > 1 && !config.databaseUrl) {
+    throw new Error('WEB_CONCURRENCY > 1 needs PostgreSQL: the embedded database (PGlite) serves one process only. Set DATABASE_URL or WEB_CONCURRENCY=1.');
+  }
+}
+
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  startServer(readConfig()).catch((err: unknown) => {
+  const start = async () => {
+    const config = readConfig();
+    return runsWorkers(config) ? startWorkers(config) : startServer(config);
+  };
+  start().catch((err: unknown) => {
     console.error(`portfolio could not start: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);
   });

@@ -1,0 +1,206 @@
+// The process model (lib/cluster.ts) on the real program: `node server.ts` as operators run it.
+// With PostgreSQL, WEB_CONCURRENCY=2 workers: a worker killed under load is replaced and only its
+// requests in flight fail; SIGHUP reopens the logs in every worker. On both backends, SIGTERM
+// lets a slow request finish and exits 0; PGlite refuses more than one worker.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import { mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { after, before, describe, test } from 'node:test';
+import type { TestDb } from './helpers.ts';
+import { backend, openTestDb, rawRequest, root, waitFor } from './helpers.ts';
+
+const fixtures = path.join(root, 'test/fixtures');
+const fixtureEnv = {
+  SCRIPTS_DIR: path.join(fixtures, 'scripts'),
+  TEMPLATES_DIR: path.join(fixtures, 'templates'),
+  REWRITE_RULES: path.join(fixtures, 'rewrite-rules.json'),
+  NODE_ENV: 'production',
+  PORT: '0',
+  HOST: '127.0.0.1',
+};
+const onPostgres = backend === 'postgres' ? {} : { skip: 'WEB_CONCURRENCY > 1 needs PostgreSQL; run with DATABASE_URL' };
+
+interface Running {
+  child: ChildProcess;
+  origin: string;
+  logDir: string;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+let db: TestDb;
+let running: Running;
+let dataDir: string;
+
+before(async () => {
+  db = await openTestDb();
+  dataDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-data-'));
+  running = await startProgram(backend === 'postgres'
+    ? { DATABASE_URL: db.url as string, WEB_CONCURRENCY: '2' }
+    : { DATABASE_URL: '', DATA_DIR: dataDir, WEB_CONCURRENCY: '1' });
+});
+after(async () => {
+  if (running.child.exitCode === null && running.child.signalCode === null) running.child.kill('SIGKILL');
+  await db.drop();
+  rmSync(running.logDir, { recursive: true, force: true });
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('worker processes', () => {
+  test('a worker killed under load is replaced, and only requests in flight on it fail', onPostgres, async () => {
+    const [victim] = workerPids(running.output());
+    assert.ok(victim, running.output());
+    let killedAt = 0;
+    let noticedAt = Infinity;
+    const outcomes = await runLoad(running.origin, {
+      concurrency: 8, durationMs: 2500, maxRequests: 3000, at: 1000,
+      action: async () => {
+        process.kill(victim, 'SIGKILL');
+        killedAt = performance.now();
+        // From the primary's log line on, no connection goes to the dead worker any more.
+        await waitFor(() => readLog(running, 'error.log'), (text) => text.includes(`worker ${victim} died`), 5000);
+        noticedAt = performance.now();
+      },
+    });
+    const failed = outcomes.filter((o) => !o.ok);
+    const afterwards = outcomes.filter((o) => o.start > noticedAt);
+    assert.ok(outcomes.filter((o) => o.ok && o.end < killedAt).length >= 20, `${outcomes.length} requests`);
+    // In flight on the victim: sent before the primary knew it was dead, ended after the kill.
+    // A connection being handed to it at that instant is lost with it, so it ends in a time-out.
+    for (const o of failed) {
+      assert.ok(o.start < noticedAt && o.end > killedAt, `a request sent ${(o.start - killedAt).toFixed(1)} ms after the kill failed`);
+      assert.ok(['ECONNRESET', 'TIMEOUT'].includes(String(o.status)), String(o.status));
+    }
+    assert.ok(failed.length <= 8, `${failed.length} failed`);
+    assert.ok(afterwards.length >= 20, `${afterwards.length} requests after the primary noticed`);
+    assert.deepEqual(afterwards.filter((o) => !o.ok), []);
+    const log = readLog(running, 'error.log');
+    assert.match(log, new RegExp(`\\[app:error\\] \\[pid ${running.child.pid}\\] worker ${victim} died \\(signal SIGKILL\\); started worker (\\d+) in its place\\n`));
+    const replacement = Number(/started worker (\d+) in its place/.exec(log)?.[1]);
+    await waitFor(running.output, (text) => workerPids(text).includes(replacement), 10_000);
+    assert.deepEqual(workerPids(running.output()).filter((pid) => isAlive(pid)).length, 2);
+  });
+
+  test('SIGHUP to the primary makes every worker reopen its logs, so logrotate can move them', onPostgres, async () => {
+    const moved = path.join(running.logDir, 'error.log.1');
+    renameSync(path.join(running.logDir, 'error.log'), moved);
+    process.kill(running.child.pid as number, 'SIGHUP');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const before = readFileSync(moved, 'utf8');
+    const pids = new Set<number>();
+    // Connections go round-robin; the error-log lines of /boom name the worker that served them.
+    for (let i = 0; i < 40 && pids.size < 2; i++) {
+      await rawRequest(running.origin, `/boom?hup=${i}`, { headers: { connection: 'close' } });
+      const fresh = await waitFor(() => readLog(running, 'error.log'), (text) => text.includes(`/boom?hup=${i}`) || text.includes('boom.ts'));
+      for (const match of fresh.matchAll(/\[pid (\d+)\] \[client [^\]]+\] TypeError/g)) pids.add(Number(match[1]));
+    }
+    assert.equal(pids.size, 2, `error-log lines came from ${[...pids].join(', ')}`);
+    for (const pid of pids) assert.ok(workerPids(running.output()).includes(pid), `pid ${pid} is a worker`);
+    assert.equal(readFileSync(moved, 'utf8'), before, 'nothing more was written to the moved file');
+  });
+});
+
+describe('SIGTERM', () => {
+  test('stops accepting, lets a slow request finish, and exits 0', async () => {
+    const slow = rawRequest(running.origin, '/slow.json?ms=1500', { headers: { connection: 'close' } });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const stoppedAt = performance.now();
+    running.child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await assert.rejects(rawRequest(running.origin, '/warn.xml?d=1'), { code: 'ECONNREFUSED' });
+    const res = await slow;
+    assert.equal(res.status, 200);
+    assert.equal(JSON.parse(res.body).slept, 1500);
+    assert.equal(await running.exited, 0);
+    assert.ok(performance.now() - stoppedAt < 5000);
+    const access = readLog(running, 'access.log');
+    assert.match(access, /"GET \/slow\.json\?ms=1500 HTTP\/1\.1" 200 \d+ "-" "-"\n/);
+  });
+});
+
+describe('PGlite', () => {
+  test('refuses WEB_CONCURRENCY > 1 with a message that says what to do', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+      cwd: root, env: { ...process.env, ...fixtureEnv, DATABASE_URL: '', WEB_CONCURRENCY: '3', LOG_DIR: '-' },
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    const code = await new Promise((resolve) => child.once('exit', resolve));
+    assert.equal(code, 1);
+    assert.equal(stderr, 'portfolio could not start: WEB_CONCURRENCY > 1 needs PostgreSQL: the embedded database (PGlite) serves one process only. Set DATABASE_URL or WEB_CONCURRENCY=1.\n');
+  });
+});
+
+async function startProgram(env: Record<string, string>): Promise<Running> {
+  const logDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-logs-'));
+  const child = spawn(process.execPath, ['--import', 'tsx', '--enable-source-maps', 'server.ts'], {
+    cwd: root, env: { ...process.env, ...fixtureEnv, LOG_DIR: logDir, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const workers = Number(env.WEB_CONCURRENCY ?? 1);
+  const listening = (text: string) => (text.match(/listening on /g) ?? []).length >= workers;
+  await waitFor(() => output, (text) => listening(text) || child.exitCode !== null, 60_000);
+  const port = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(output)?.[1];
+  if (!port || !listening(output)) throw new Error(`the server did not start:\n${output}`);
+  return { child, origin: `http://127.0.0.1:${port}`, logDir, output: () => output, exited };
+}
+
+function workerPids(output: string): number[] {
+  return [...output.matchAll(/worker (\d+) listening on/g)].map((m) => Number(m[1]));
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function readLog(server: Running, name: string): string {
+  try {
+    return readFileSync(path.join(server.logDir, name), 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+interface Outcome { start: number; end: number; ok: boolean; status: number | string }
+
+/** The status of a GET on a new connection, or the error code; bounded by timeoutMs. */
+function getStatus(url: string, timeoutMs: number): Promise<number | string> {
+  return new Promise((resolve) => {
+    const req = http.get(url, { agent: false, timeout: timeoutMs }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    });
+    req.on('timeout', () => req.destroy(Object.assign(new Error('timed out'), { code: 'TIMEOUT' })));
+    req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
+}
+
+/** `concurrency` clients, each sending one request per new connection until the time or count is up. */
+async function runLoad(origin: string, options: { concurrency: number; durationMs: number; maxRequests: number; at: number; action: () => Promise<void> }): Promise<Outcome[]> {
+  const outcomes: Outcome[] = [];
+  const started = performance.now();
+  const timer = setTimeout(() => void options.action(), options.at);
+  const client = async () => {
+    while (performance.now() - started < options.durationMs && outcomes.length < options.maxRequests) {
+      const start = performance.now();
+      const status = await getStatus(`${origin}/slow.json?ms=20`, 2000);
+      outcomes.push({ start, end: performance.now(), ok: status === 200, status });
+    }
+  };
+  await Promise.all(Array.from({ length: options.concurrency }, client));
+  clearTimeout(timer);
+  return outcomes;
+}
