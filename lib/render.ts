@@ -1,6 +1,7 @@
 // Turns a script's Document into the chosen representation: HTML through the script's
 // EJS template, XML through one fast-xml-parser builder call, or JSON.
 import { XMLBuilder } from 'fast-xml-parser';
+import type { PageUser } from './auth.ts';
 import type { Format } from './negotiate.ts';
 import { formats, mediaTypes } from './negotiate.ts';
 import type { Document, LinkFn, ScriptModule } from './script.ts';
@@ -21,6 +22,8 @@ export interface PageInfo {
   alternates: Alternate[];
   stylesheet: string;
   warnings: string[];
+  /** Who is logged in, on pages that read the session; public pages show a plain login link. */
+  user?: PageUser | null;
 }
 
 export const xmlBuilder = new XMLBuilder({
@@ -30,6 +33,9 @@ export const xmlBuilder = new XMLBuilder({
   format: true,
   indentBy: '  ',
   suppressEmptyNode: true,
+  // XML has no boolean attributes: by default the builder writes ueberfaellig="true" as a bare
+  // `ueberfaellig`, which is not well-formed.
+  suppressBooleanAttributes: false,
 });
 
 const xmlDeclaration = '<?xml version="1.0" encoding="UTF-8"?>\n';
