@@ -2,7 +2,7 @@
 // Passwords come from stdin or a hidden prompt, never from the arguments, which other users
 // of the machine can read in the process list and which shells keep in their history.
 import { parseArgs } from 'node:util';
-import type { Role } from '../lib/accounts.ts';
+import type { NewAccount, Role } from '../lib/accounts.ts';
 import { createAccount, listAccounts, normalizeUsername, personExists, roles, setPassword, setRole, usernamePattern } from '../lib/accounts.ts';
 import { readConfig } from '../lib/config.ts';
 import type { Db } from '../lib/db.ts';
@@ -35,32 +35,48 @@ async function main(argv: string[]): Promise<void> {
     console.log(usage);
     return;
   }
+  // Arguments and password are checked before the database is opened: a typo costs nothing.
+  const task = await prepareTask(command, rest, values);
   const db = await openDatabase();
   try {
-    switch (command) {
-      case 'add':
-        return await addAccount(db, requireName(rest[0]), readRole(values.role ?? 'user'), values.person ?? null);
-      case 'set-password':
-        return await changePassword(db, requireName(rest[0]));
-      case 'set-role':
-        return await changeRole(db, requireName(rest[0]), readRole(rest[1]));
-      case 'list':
-        return await printAccounts(db);
-      default:
-        throw new UsageError(`Unknown command "${command}".`);
-    }
+    await task(db);
   } finally {
     await db.close();
   }
 }
 
-async function addAccount(db: Db, username: string, role: Role, person: string | null): Promise<void> {
+type Task = (db: Db) => Promise<void>;
+
+async function prepareTask(command: string, rest: string[], values: { role?: string; person?: string }): Promise<Task> {
+  switch (command) {
+    case 'add': {
+      const [username, role] = [requireName(rest[0]), readRole(values.role ?? 'user')];
+      const password = await readNewPassword();
+      return (db) => addAccount(db, { username, password, role, personUsername: values.person ?? null });
+    }
+    case 'set-password': {
+      const username = requireName(rest[0]);
+      const password = await readNewPassword();
+      return (db) => changePassword(db, username, password);
+    }
+    case 'set-role': {
+      const [username, role] = [requireName(rest[0]), readRole(rest[1])];
+      return (db) => changeRole(db, username, role);
+    }
+    case 'list':
+      return printAccounts;
+    default:
+      throw new UsageError(`Unknown command "${command}".`);
+  }
+}
+
+async function addAccount(db: Db, account: NewAccount): Promise<void> {
+  const { username, role, personUsername: person } = account;
   if (person !== null && !(await personExists(db, person))) {
     throw new Error(`There is no person with the user name "${person}"; the person list (/personen.xml) shows each one's <username>.`);
   }
-  const password = await readNewPassword();
   try {
-    const id = await createAccount(db, { username, password, role, personUsername: person });
+    const id = await createAccount(db, account);
     console.log(`Added account ${id}: ${username} (${role})${person ? `, the person ${person}` : ''}; its loan list is /entlehnte/${id}.`);
   } catch (err) {
     if ((err as { code?: string }).code !== '23505') throw err;
@@ -69,8 +85,7 @@ async function addAccount(db: Db, username: string, role: Role, person: string |
   }
 }
 
-async function changePassword(db: Db, username: string): Promise<void> {
-  const password = await readNewPassword();
+async function changePassword(db: Db, username: string, password: string): Promise<void> {
   if (!(await setPassword(db, username, password))) throw new Error(`There is no account named ${username}; see "npm run accounts -- list".`);
   console.log(`Set a new password for ${username} and ended its sessions.`);
 }
