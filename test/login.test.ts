@@ -375,6 +375,12 @@ describe('Basic credentials and public documents', () => {
     assert.match(viaBasic, /<span>Logged in as <strong>mmuster<\/strong><\/span>\n {4}<a href="entlehnte\/2">My loans<\/a>\n {2}<\/div>/);
   });
 
+  test('a logged-in user\'s way back stays a path on this site, whatever it looks like', async () => {
+    const cookie = await logInAs(server.origin, 'mmuster');
+    const html = await (await fetch(`${server.origin}/login?back=/javascript:alert(1)`, { headers: { cookie } })).text();
+    assert.match(html, /<a href="\.\/javascript:alert\(1\)">Back to where you were<\/a>/);
+  });
+
   test('a login from a logged-in session replaces it under a new id', async () => {
     const first = await logInAs(server.origin, 'mmuster');
     const page = await (await fetch(`${server.origin}/login`, { headers: { cookie: first } })).text();
