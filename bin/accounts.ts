@@ -140,8 +140,9 @@ async function readStdin(): Promise<string> {
 /** Reads a line from the terminal without echoing it. */
 function promptHidden(question: string): Promise<string> {
   const { stdin, stdout } = process;
-  stdout.write(question);
+  // Echo goes off before the prompt shows, so even a fast typist's password stays hidden.
   stdin.setRawMode(true);
+  stdout.write(question);
   stdin.setEncoding('utf8');
   stdin.resume();
   return new Promise((resolve, reject) => {
