@@ -133,14 +133,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
 
     // 7. Run the script.
     const warnings: string[] = [];
-    const auth = new RequestAuth({
-      req, db, sessions,
-      cookie: { path: basePath + '/', secure: isSecure(req, config) },
-      onFailure: (user, reason) => errorLog.write(formatAuthFailure({
-        time: new Date(), pid: process.pid, client: clientPort(req), user, uri: target.path, reason,
-        ...(req.headers.referer ? { referer: req.headers.referer } : {}),
-      })),
-    });
+    const auth = createRequestAuth(req, target.path);
     let requestBody: ReturnType<typeof readBody> | null = null;
     const request: ScriptRequest = {
       method: req.method ?? 'GET',
@@ -205,6 +198,18 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       return sendEmpty(ex, 304, headers);
     }
     sendBody(ex, doc.status ?? 200, headers, body);
+  }
+
+  /** Who is asking, read only if the script asks; failed logins go to the error log for fail2ban. */
+  function createRequestAuth(req: IncomingMessage, uri: string): RequestAuth {
+    return new RequestAuth({
+      req, db, sessions,
+      cookie: { path: basePath + '/', secure: isSecure(req, config) },
+      onFailure: (user, reason) => errorLog.write(formatAuthFailure({
+        time: new Date(), pid: process.pid, client: clientPort(req), user, uri, reason,
+        ...(req.headers.referer ? { referer: req.headers.referer } : {}),
+      })),
+    });
   }
 
   /** Cookies the script's session changes need, %u for the access log, the header's user. */
