@@ -9,12 +9,14 @@ import { fileURLToPath } from 'node:url';
 import createDebug from 'debug';
 import { formatAccessLine } from './lib/access-log.ts';
 import { handleSignals, runPrimary, runsWorkers } from './lib/cluster.ts';
+import { RequestAuth } from './lib/auth.ts';
+import { readBody } from './lib/body.ts';
 import type { Config } from './lib/config.ts';
 import { readConfig } from './lib/config.ts';
 import type { Db } from './lib/db.ts';
 import { DbUnavailableError, openPglite, openPostgres } from './lib/db.ts';
 import { renderErrorPage } from './lib/display-errors.ts';
-import { formatErrorLine } from './lib/error-log.ts';
+import { formatAuthFailure, formatErrorLine } from './lib/error-log.ts';
 import { HttpError, Redirect } from './lib/http-error.ts';
 import { LogFile } from './lib/log-file.ts';
 import { loadDemoData, migrate } from './lib/migrate.ts';
@@ -28,6 +30,7 @@ import { loadRules, rewriteUrl } from './lib/rewrite.ts';
 import { rewriteRequestOf } from './lib/rewrite-request.ts';
 import type { ScriptModule, ScriptRequest } from './lib/script.ts';
 import { ScriptLoader } from './lib/scripts.ts';
+import { SessionStore } from './lib/session.ts';
 import { describeError, parseStack } from './lib/stack.ts';
 import { StaticFiles } from './lib/static-files.ts';
 import { Templates } from './lib/templates.ts';
@@ -48,6 +51,9 @@ export interface App {
 const scriptPath = /^\/([a-z][a-z0-9_-]*)\.php$/;
 const methodsOfDocuments = ['GET', 'HEAD', 'OPTIONS'];
 const publicCacheControl = 'public, max-age=60, must-revalidate';
+// Pages that read the session differ per requester: never stored, never revalidated by ETag.
+const privateCacheControl = 'private, no-store';
+const sessionSweepMs = 10 * 60 * 1000;
 const maxTargetLength = 8192;
 
 export async function createApp(config: Config, options: { db?: Db } = {}): Promise<App> {
@@ -66,6 +72,10 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const site = { publicDir: config.publicDir, scriptExists: (name: string) => scripts.exists(name) };
   const proxy = createProxy({ timeoutMs: config.proxyTimeoutMs });
   const basePath = config.baseUrl ? new URL(config.baseUrl).pathname.replace(/\/$/, '') : '';
+  const sessions = new SessionStore(db, { idleMinutes: config.sessionIdleMinutes, maxHours: config.sessionMaxHours });
+  const sweep = setInterval(() => {
+    sessions.deleteExpired().catch((err: unknown) => logError(`deleting expired sessions failed: ${(err as Error).message}`));
+  }, sessionSweepMs).unref();
 
   // Steps 1–8 of every request; one catch turns any failure into its response.
   async function dispatch(ex: Exchange): Promise<void> {
@@ -115,8 +125,12 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     // 5. Check the method.
     const allow = allowedMethods(script);
     if (req.method === 'OPTIONS') return sendEmpty(ex, 204, { allow: allow.join(', ') });
-    const handler = req.method === 'GET' || req.method === 'HEAD' ? script.GET : undefined;
+    const handler = req.method === 'GET' || req.method === 'HEAD' ? script.GET : req.method === 'POST' ? script.POST : undefined;
     if (!handler) throw new HttpError(405, `${req.method} is not supported here; use ${allow.join(', ')}.`, { allow });
+    // A change requested from another site is refused before it runs (CONTRACT 5: Origin must match).
+    if (req.method !== 'GET' && req.method !== 'HEAD' && req.headers.origin !== undefined && req.headers.origin !== origin) {
+      throw new HttpError(403, `A ${req.method} from ${req.headers.origin.slice(0, 100)} is not accepted here; send it from ${origin}.`);
+    }
 
     // 6. Choose the representation.
     const available = formatsOf(script);
@@ -129,6 +143,8 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
 
     // 7. Run the script.
     const warnings: string[] = [];
+    const auth = createRequestAuth(req, target.path);
+    let requestBody: ReturnType<typeof readBody> | null = null;
     const request: ScriptRequest = {
       method: req.method ?? 'GET',
       query: new URLSearchParams(rewritten.query),
@@ -144,14 +160,23 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
           message: `Warning: ${message}${frame ? ` in ${path.relative(root, frame.file)} on line ${frame.line}` : ''}`,
         }));
       },
+      identify: () => auth.identify(),
+      authenticate: (username, password) => auth.authenticate(username, password),
+      session: auth.session,
+      body: (accept) => (requestBody ??= readBody(req, accept)),
     };
-    let doc;
+    let outcome;
     try {
-      doc = await handler(request);
+      outcome = await handler(request);
     } catch (err) {
-      if (err instanceof Redirect) return sendEmpty(ex, err.status, { location: link(err.location), 'cache-control': 'no-store' });
-      throw err;
+      if (!(err instanceof Redirect)) throw err;
+      outcome = err;
+    } finally {
+      // Session changes travel with whatever answer follows, an error included.
+      await noteRequester(ex, auth);
     }
+    if (outcome instanceof Redirect) return sendEmpty(ex, outcome.status, { location: link(outcome.location), 'cache-control': 'no-store' });
+    const doc = outcome;
 
     // 8. Render and send.
     const alternates = alternatesOf(doc.path, available, link);
@@ -160,6 +185,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       page: {
         title: doc.title, base: basePath + '/', canonical: link(doc.path), alternates,
         stylesheet: doc.stylesheet ?? 'css/site.css', warnings: config.displayErrors ? warnings : [],
+        user: ex.account ?? null,
       },
     });
     const etag = etagOf(body);
@@ -175,8 +201,32 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       headers['content-security-policy'] = "default-src 'self'; img-src 'self' https: http: data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'";
       headers['referrer-policy'] = 'same-origin';
     }
-    if (matchesEtag(req.headers['if-none-match'], etag)) return sendEmpty(ex, 304, notModifiedHeaders(headers));
-    sendBody(ex, 200, headers, body);
+    if (auth.used) {
+      headers['cache-control'] = privateCacheControl;
+      delete headers.etag;
+    } else if (matchesEtag(req.headers['if-none-match'], etag)) {
+      return sendEmpty(ex, 304, notModifiedHeaders(headers));
+    }
+    sendBody(ex, doc.status ?? 200, headers, body);
+  }
+
+  /** Who is asking, read only if the script asks; failed logins go to the error log for fail2ban. */
+  function createRequestAuth(req: IncomingMessage, uri: string): RequestAuth {
+    return new RequestAuth({
+      req, db, sessions,
+      cookie: { path: basePath + '/', secure: isSecure(req, config) },
+      onFailure: (user, reason) => errorLog.write(formatAuthFailure({
+        time: new Date(), pid: process.pid, client: clientPort(req), user, uri, reason,
+        ...(req.headers.referer ? { referer: req.headers.referer } : {}),
+      })),
+    });
+  }
+
+  /** Cookies the script's session changes need, %u for the access log, the header's user. */
+  async function noteRequester(ex: Exchange, auth: RequestAuth): Promise<void> {
+    if (auth.cookies.length > 0) ex.res.setHeader('set-cookie', auth.cookies);
+    ex.user = await auth.username();
+    if (auth.used) ex.account = await auth.pageUser().catch(() => null);
   }
 
   function sendError(ex: Exchange, err: unknown, suffix: Format | null): void {
@@ -219,8 +269,8 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     } else {
       headers['content-type'] = mediaTypes.html;
       body = templates.render('error', {
-        page: { title: `${err.status} ${title}`, base: basePath + '/', canonical: null, alternates: [], stylesheet: 'css/site.css', warnings: [] },
-        data: { ...problem, alternates: err.options.alternates ?? [] },
+        page: { title: `${err.status} ${title}`, base: basePath + '/', canonical: null, alternates: [], stylesheet: 'css/site.css', warnings: [], user: ex.account ?? null },
+        data: { ...problem, alternates: err.options.alternates ?? [], login: err.options.login ? loginHref(err.options.login) : null },
       });
     }
     sendBody(ex, err.status, headers, body);
@@ -267,6 +317,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     config, db, handle, logError,
     reopenLogs: () => { accessLog.reopen(); errorLog.reopen(); },
     close: async () => {
+      clearInterval(sweep);
       if (ownsDb) await db.close();
       await Promise.all([accessLog.close(), errorLog.close()]);
     },
@@ -333,6 +384,16 @@ function notModifiedHeaders(headers: Record<string, string>): Record<string, str
   const kept: Record<string, string> = {};
   for (const name of ['etag', 'cache-control', 'vary']) if (headers[name] !== undefined) kept[name] = headers[name];
   return kept;
+}
+
+/** Whether the session cookie must be Secure: served over TLS here, or behind a proxy at an https BASE_URL. */
+function isSecure(req: IncomingMessage, config: Config): boolean {
+  return Boolean((req.socket as { encrypted?: boolean }).encrypted) || config.baseUrl?.startsWith('https:') === true;
+}
+
+/** The login link of a 403 page, relative to <base href>: login?back=/entlehnte/3 */
+function loginHref(back: string): string {
+  return `login?back=${encodeURIComponent(back).replace(/%2F/g, '/')}`;
 }
 
 function allowedMethods(script: ScriptModule): string[] {

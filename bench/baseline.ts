@@ -76,7 +76,7 @@ function personHtml(p: Person, werke: Werk[], origin: string): string {
   return `<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n` +
     `<title>${name} · Portfolio</title>\n<base href="/">\n<link rel="stylesheet" href="css/site.css">\n<link rel="canonical" href="${self}">\n` +
     `<link rel="alternate" type="application/xml" href="${self}.xml">\n<link rel="alternate" type="application/json" href="${self}.json">\n</head>\n<body>\n` +
-    `<header class="site">\n  <a class="brand" href="./">Portfolio</a>\n  <nav aria-label="Main">\n    <a href="personen">Persons</a>\n    <a href="search">Search</a>\n  </nav>\n</header>\n<main>\n\n\n` +
+    `<header class="site">\n  <a class="brand" href="./">Portfolio</a>\n  <nav aria-label="Main">\n    <a href="personen">Persons</a>\n    <a href="search">Search</a>\n  </nav>\n  <a class="login" href="login">Log in</a>\n</header>\n<main>\n\n\n` +
     `<article class="person">\n<h1>details of a person</h1>\n<img class="portrait" src="${html(p.image)}" alt="Picture of ${name}" width="240" height="240">\n` +
     `<p>${name} has ${werke.length} ${werke.length === 1 ? 'work' : 'works'} in the database; user name ${html(p.username)}.</p>\n<ul class="werke">\n${items}</ul>\n` +
     `<p class="back"><a href="personen">All persons</a></p>\n</article>\n</main>\n<footer class="site">\n` +

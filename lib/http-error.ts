@@ -8,6 +8,8 @@ export interface HttpErrorOptions {
   /** Other representations of the resource, for 406. */
   alternates?: readonly { type: string; href: string }[];
   headers?: Record<string, string>;
+  /** For 403: the local path a login should return to; the HTML page then offers the login link. */
+  login?: string;
   cause?: unknown;
 }
 

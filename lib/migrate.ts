@@ -36,14 +36,19 @@ export async function migrate(db: Db, sqlDir: string): Promise<string[]> {
   });
 }
 
-/** Loads sql/demo.sql when the person table is empty; returns whether it did. */
+/**
+ * Loads sql/demo.sql and sql/demo-accounts.sql when the person table is empty; returns whether
+ * it did. Only a new database gets the demo accounts, whose passwords are public.
+ */
 export async function loadDemoData(db: Db, sqlDir: string): Promise<boolean> {
   const sql = await readFile(path.join(sqlDir, 'demo.sql'), 'utf8');
+  const accounts = await readFile(path.join(sqlDir, 'demo-accounts.sql'), 'utf8');
   return db.transaction(async (tx) => {
     await tx.query(lockSql);
     const [row] = await tx.query<{ empty: boolean }>('SELECT NOT EXISTS (SELECT 1 FROM person) AS empty');
     if (!row?.empty) return false;
     await tx.exec(sql);
+    await tx.exec(accounts);
     return true;
   });
 }

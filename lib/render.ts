@@ -1,6 +1,7 @@
 // Turns a script's Document into the chosen representation: HTML through the script's
 // EJS template, XML through one fast-xml-parser builder call, or JSON.
 import { XMLBuilder, type XmlBuilderOptions } from 'fast-xml-parser';
+import type { PageUser } from './auth.ts';
 import type { Format } from './negotiate.ts';
 import { formats, mediaTypes } from './negotiate.ts';
 import type { Document, LinkFn, ScriptModule } from './script.ts';
@@ -21,6 +22,8 @@ export interface PageInfo {
   alternates: Alternate[];
   stylesheet: string;
   warnings: string[];
+  /** Who is logged in, on pages that read the session; public pages show a plain login link. */
+  user?: PageUser | null;
 }
 
 // Values are escaped by escapeTree in one pass each: the builder's own entity processing
@@ -33,6 +36,9 @@ export const xmlBuilder = new XMLBuilder({
   format: true,
   indentBy: '  ',
   suppressEmptyNode: true,
+  // XML has no boolean attributes: by default the builder writes ueberfaellig="true" as a bare
+  // `ueberfaellig`, which is not well-formed.
+  suppressBooleanAttributes: false,
   processEntities: false,
   jPath: false, // a documented builder option its type declarations do not list yet
 } as XmlBuilderOptions);

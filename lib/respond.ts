@@ -2,6 +2,7 @@
 // conditional GET (RFC 9110 sections 8.8.3 and 13.1.2), and the bytes the access log counts.
 import { hash } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { PageUser } from './auth.ts';
 
 /** One request and its response, as the access log sees them. */
 export interface Exchange {
@@ -11,6 +12,8 @@ export interface Exchange {
   bytes: number;
   /** Authenticated user name (%u), when there is one. */
   user: string | null;
+  /** The page header's view of the requester, when the script asked who it is. */
+  account?: PageUser | null;
 }
 
 // The one-shot hash() skips the Hash object that createHash() builds for every response;

@@ -1,6 +1,9 @@
 // What a handler script in scripts/ receives and returns, and the helpers scripts share
 // to read their query parameters. A script never touches the response (STYLE 4).
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Account } from './accounts.ts';
+import type { Identity, SessionControl } from './auth.ts';
+import type { Body, BodyType } from './body.ts';
 import type { Db } from './db.ts';
 import { HttpError } from './http-error.ts';
 
@@ -14,6 +17,17 @@ export interface ScriptRequest {
   link(path: string): string;
   /** Records a recoverable problem: logged at level warn, shown in development. */
   warn(message: string): void;
+  /**
+   * Who is asking: the account of the session cookie or of HTTP Basic credentials, null for
+   * anyone anonymous. Read only when called; the response is then private (no-store).
+   */
+  identify(): Promise<Identity | null>;
+  /** Checks a login; null (and an error-log line for fail2ban) for an unknown user or a wrong password alike. */
+  authenticate(username: string, password: string): Promise<Account | null>;
+  /** Starting and ending the login session, and its CSRF token. */
+  session: SessionControl;
+  /** The request body, 1 MiB at most, of one of the accepted types (413, 415 otherwise). */
+  body(accept: readonly BodyType[]): Promise<Body>;
 }
 
 /** A document a script returns: its canonical rewritten path, title and plain data. */
@@ -26,6 +40,8 @@ export interface Document<T = unknown> {
   stylesheet?: string;
   /** Cache-Control of a per-user document, e.g. 'private, no-store'; public documents leave it out. */
   cacheControl?: string;
+  /** The status, 200 when absent: a form shown again after a failed POST may say 403 or 422. */
+  status?: number;
 }
 
 export type LinkFn = (path: string) => string;
@@ -33,6 +49,7 @@ export type LinkFn = (path: string) => string;
 export interface ScriptModule {
   GET?: (req: ScriptRequest) => Promise<Document>;
   HEAD?: never;
+  POST?: (req: ScriptRequest) => Promise<Document>;
   /** The JSON representation of the data; the data itself when absent. */
   toJson?: (data: never, link: LinkFn) => unknown;
   /** The XML tree (one root) for fast-xml-parser's builder; required for XML. */

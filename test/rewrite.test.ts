@@ -490,7 +490,7 @@ describe('loadRules', () => {
 });
 
 describe('rewrite-rules.json (CONTRACT.md section 1)', () => {
-  const scriptNames = new Set(['index', 'personen', 'person', 'werk', 'search']);
+  const scriptNames = new Set(['index', 'personen', 'person', 'werk', 'search', 'entlehnte', 'login', 'logout']);
   const tableFile = fileURLToPath(new URL('../rewrite-rules.json', import.meta.url));
   const loaded = loadRules(tableFile, { scriptExists: (name) => scriptNames.has(name) });
 
@@ -504,6 +504,11 @@ describe('rewrite-rules.json (CONTRACT.md section 1)', () => {
     ['/person/1a', { kind: 'pass', path: '/person.php', query: 'slug=1a', rule: 6 }],
     ['/werk/7', { kind: 'pass', path: '/werk.php', query: 'id=7', rule: 7 }],
     ['/search?query=any,contains,x&offset=10', { kind: 'pass', path: '/search.php', query: 'query=any,contains,x&offset=10', rule: 8 }],
+    ['/entlehnte/3', { kind: 'pass', path: '/entlehnte.php', query: 'uid=3', rule: 9 }],
+    ['/entlehnte/3?offset=50', { kind: 'pass', path: '/entlehnte.php', query: 'uid=3&offset=50', rule: 9 }],
+    ['/entlehnte/abc', { kind: 'pass', path: '/entlehnte/abc', query: '', rule: null }],
+    ['/login?back=/entlehnte/3', { kind: 'pass', path: '/login.php', query: 'back=/entlehnte/3', rule: 10 }],
+    ['/logout', { kind: 'pass', path: '/logout.php', query: '', rule: 11 }],
     ['/personen/', { kind: 'redirect', status: 301, location: '/personen', rule: 1 }],
     ['/personen/?offset=50', { kind: 'redirect', status: 301, location: '/personen?offset=50', rule: 1 }],
     ['/.env', { kind: 'forbidden', rule: 0 }],

@@ -1,0 +1,132 @@
+// A user's loan list: /entlehnte/<user_id> and entlehnte.php?uid=<user_id>. Only its owner
+// and librarians may read it; everyone else gets 403, and an unknown id is 404 for a
+// librarian only, so nobody else learns which ids exist (CONTRACT 4).
+import { findAccount } from '../lib/accounts.ts';
+import { HttpError } from '../lib/http-error.ts';
+import type { Document, LinkFn, ScriptRequest } from '../lib/script.ts';
+import { pageLinks, readId, readNonNegativeInteger } from '../lib/script.ts';
+
+const pageSize = 50;
+
+export interface Loan {
+  werk: { id: number; titel: string };
+  person: { slug: string; vorname: string; nachname: string };
+  /** YYYY-MM-DD */
+  seit: string;
+  /** The due date, YYYY-MM-DD. */
+  bis: string;
+  ueberfaellig: boolean;
+}
+
+export interface LoanList {
+  account: { id: number; username: string; person: { slug: string; vorname: string; nachname: string } | null };
+  offset: number;
+  size: number;
+  total: number;
+  previous: number | null;
+  next: number | null;
+  loans: Loan[];
+}
+
+export async function GET(req: ScriptRequest): Promise<Document<LoanList>> {
+  const { query, db } = req;
+  const uid = readId(query, 'uid');
+  const offset = readNonNegativeInteger(query, 'offset', 0);
+
+  const requester = await req.identify();
+  const back = `/entlehnte/${uid}`;
+  if (!requester) {
+    const why = (await req.session.expired()) ? 'Your session has expired; log in again' : 'Log in as its owner or as a librarian';
+    throw new HttpError(403, `This loan list is protected. ${why} to see it.`, { login: back });
+  }
+  if (requester.role !== 'librarian' && requester.id !== uid) {
+    throw new HttpError(403, 'This loan list belongs to another user; only its owner and librarians may see it.', { login: back });
+  }
+  const account = await findAccount(db, uid);
+  if (!account) throw new HttpError(404, `There is no user with the id ${uid}.`);
+
+  const loans = await db.query<Loan & { total: number }>(
+    `SELECT json_build_object('id', w.id, 'titel', w.titel) AS werk,
+            json_build_object('slug', p.slug, 'vorname', p.vorname, 'nachname', p.nachname) AS person,
+            to_char(l.since, 'YYYY-MM-DD') AS seit, to_char(l.until, 'YYYY-MM-DD') AS bis,
+            l.until < current_date AS ueberfaellig,
+            count(*) OVER ()::integer AS total
+       FROM loan l JOIN werk w ON w.id = l.werk_id JOIN person p ON p.id = w.person_id
+      WHERE l.account_id = $1 AND l.returned_at IS NULL
+      ORDER BY l.until, w.titel, w.id
+      LIMIT $2 OFFSET $3`,
+    [uid, pageSize, offset],
+  );
+  const total = loans[0]?.total ?? (offset > 0 ? await countLoans(req, uid) : 0);
+  return {
+    path: listPath(uid, offset),
+    title: `Loans of ${account.username}`,
+    data: {
+      account: { id: account.id, username: account.username, person: account.person },
+      offset, size: pageSize, total, ...pageLinks(offset, pageSize, total),
+      loans: loans.map(({ total: _total, ...loan }) => loan),
+    },
+  };
+}
+
+async function countLoans({ db }: ScriptRequest, uid: number): Promise<number> {
+  const [row] = await db.query<{ total: number }>(
+    'SELECT count(*)::integer AS total FROM loan WHERE account_id = $1 AND returned_at IS NULL',
+    [uid],
+  );
+  return row?.total ?? 0;
+}
+
+export function listPath(uid: number, offset: number): string {
+  return offset === 0 ? `/entlehnte/${uid}` : `/entlehnte/${uid}?offset=${offset}`;
+}
+
+function pageUrl(list: LoanList, offset: number | null, link: LinkFn): string | null {
+  return offset === null ? null : link(listPath(list.account.id, offset));
+}
+
+export function toJson(list: LoanList, link: LinkFn) {
+  return {
+    url: pageUrl(list, list.offset, link),
+    benutzer: {
+      name: list.account.username,
+      person: list.account.person && link(`/person/${list.account.person.slug}`),
+    },
+    total: list.total, offset: list.offset, limit: list.size,
+    previous: pageUrl(list, list.previous, link),
+    next: pageUrl(list, list.next, link),
+    entlehnt: list.loans.map((loan) => ({
+      titel: loan.werk.titel,
+      url: link(`/werk/${loan.werk.id}`),
+      seit: loan.seit,
+      bis: loan.bis,
+      ueberfaellig: loan.ueberfaellig,
+      person: { name: `${loan.person.vorname} ${loan.person.nachname}`, url: link(`/person/${loan.person.slug}`) },
+    })),
+  };
+}
+
+export function toXml(list: LoanList, link: LinkFn) {
+  const previous = pageUrl(list, list.previous, link);
+  const next = pageUrl(list, list.next, link);
+  return {
+    entlehnte: {
+      '@_ref': pageUrl(list, list.offset, link),
+      '@_total': list.total, '@_offset': list.offset, '@_limit': list.size,
+      benutzer: {
+        '@_name': list.account.username,
+        ...(list.account.person ? { '@_ref': link(`/person/${list.account.person.slug}`) } : {}),
+      },
+      ...(previous ? { previous: { '@_ref': previous } } : {}),
+      ...(next ? { next: { '@_ref': next } } : {}),
+      werk: list.loans.map((loan) => ({
+        '@_ref': link(`/werk/${loan.werk.id}`),
+        '@_seit': loan.seit,
+        '@_bis': loan.bis,
+        '@_ueberfaellig': String(loan.ueberfaellig),
+        titel: loan.werk.titel,
+        person: { '@_ref': link(`/person/${loan.person.slug}`), '#text': `${loan.person.vorname} ${loan.person.nachname}` },
+      })),
+    },
+  };
+}

@@ -1,0 +1,76 @@
+// The login page: GET /login shows the form (with a CSRF token, so no other site can log a
+// browser into an account of its choosing); POST /login checks the user name and password,
+// starts a session under a new id and sends the browser back where it came from.
+import { Redirect } from '../lib/http-error.ts';
+import type { Document, LinkFn, ScriptRequest } from '../lib/script.ts';
+
+export interface LoginPage {
+  /** Who is logged in already, or null: then the form is shown. */
+  user: { id: number; username: string; role: string; via: 'session' | 'basic' } | null;
+  csrfToken: string | null;
+  /** Where a successful login leads, a local path. */
+  back: string | null;
+  username: string;
+  message: string | null;
+}
+
+const failedMessage = 'Unknown user name or wrong password.';
+
+export async function GET(req: ScriptRequest): Promise<Document<LoginPage>> {
+  const back = localPath(req.query.get('back'));
+  const requester = await req.identify();
+  if (requester) {
+    return page({ user: { id: requester.id, username: requester.username, role: requester.role, via: requester.via }, csrfToken: null, back, username: '', message: null });
+  }
+  const expired = await req.session.expired();
+  const message = expired ? 'Your session has expired; please log in again.' : req.query.has('logged_out') ? 'You have logged out.' : null;
+  return page({ user: null, csrfToken: await req.session.csrfToken(), back, username: '', message });
+}
+
+export async function POST(req: ScriptRequest): Promise<Document<LoginPage>> {
+  const { fields } = await req.body(['form']);
+  const username = fields.get('username') ?? '';
+  const password = fields.get('password') ?? '';
+  const back = localPath(fields.get('back'));
+
+  if (!(await req.session.checkCsrf(fields.get('csrf_token')))) {
+    // A stale or missing token: the form may have waited past the time-out, or came from elsewhere.
+    const message = 'The login form has expired or did not come from this site; please log in again.';
+    return page({ user: null, csrfToken: await req.session.csrfToken(), back, username, message }, 403);
+  }
+  if (username.trim() === '' || password === '') {
+    return page({ user: null, csrfToken: await req.session.csrfToken(), back, username, message: 'Enter your user name and your password.' }, 422);
+  }
+  // The same answer, after the same time, for an unknown user and a wrong password.
+  const account = await req.authenticate(username, password);
+  if (!account) return page({ user: null, csrfToken: await req.session.csrfToken(), back, username, message: failedMessage }, 403);
+
+  await req.session.start(account);
+  throw new Redirect(back ?? `/entlehnte/${account.id}`, 303);
+}
+
+function page(data: LoginPage, status = 200): Document<LoginPage> {
+  return { path: '/login', title: data.user ? `Logged in as ${data.user.username}` : 'Log in', data, status };
+}
+
+/** A path on this site to return to after the login; anything else (//evil.example, https://…) is dropped. */
+export function localPath(raw: string | null): string | null {
+  if (!raw || raw.length > 2000 || !raw.startsWith('/') || /^\/[/\\]|[\x00-\x1f\x7f\\]/.test(raw)) return null;
+  let url: URL;
+  try {
+    url = new URL(raw, 'http://site.invalid');
+  } catch {
+    return null;
+  }
+  if (url.origin !== 'http://site.invalid' || url.pathname === '/login' || url.pathname === '/logout') return null;
+  return url.pathname + url.search;
+}
+
+/** For API clients: who the credentials identify, with their loan list. */
+export function toJson(data: LoginPage, link: LinkFn) {
+  return {
+    angemeldet: data.user && { name: data.user.username, rolle: data.user.role, entlehnte: link(`/entlehnte/${data.user.id}`) },
+    login: link('/login'),
+    meldung: data.message,
+  };
+}

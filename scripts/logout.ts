@@ -1,0 +1,15 @@
+// POST /logout ends the login session: the log-out button in the page header posts here with
+// the session's CSRF token, so no other site can log a browser out. There is no GET.
+import { HttpError, Redirect } from '../lib/http-error.ts';
+import type { Document, ScriptRequest } from '../lib/script.ts';
+
+export async function POST(req: ScriptRequest): Promise<Document> {
+  const { fields } = await req.body(['form']);
+  const requester = await req.identify();
+  if (requester?.via === 'session' && !(await req.session.checkCsrf(fields.get('csrf_token')))) {
+    throw new HttpError(403, 'The log-out request did not carry this session\'s token; use the "Log out" button of a page of this site.');
+  }
+  // Without a live session there is nothing to end; the stale cookie is cleared all the same.
+  await req.session.end();
+  throw new Redirect('/login?logged_out=1', 303);
+}
