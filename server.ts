@@ -29,6 +29,7 @@ import { clientAddress, etagOf, matchesEtag, sendBody, sendEmpty } from './lib/r
 import { loadRules, rewriteUrl } from './lib/rewrite.ts';
 import { rewriteRequestOf } from './lib/rewrite-request.ts';
 import type { ScriptModule, ScriptRequest } from './lib/script.ts';
+import { ResultCache } from './lib/result-cache.ts';
 import { ScriptLoader } from './lib/scripts.ts';
 import { SessionStore } from './lib/session.ts';
 import { describeError, parseStack } from './lib/stack.ts';
@@ -71,6 +72,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   });
   const site = { publicDir: config.publicDir, scriptExists: (name: string) => scripts.exists(name) };
   const proxy = createProxy({ timeoutMs: config.proxyTimeoutMs });
+  const results = new ResultCache(db);
   const basePath = config.baseUrl ? new URL(config.baseUrl).pathname.replace(/\/$/, '') : '';
   const sessions = new SessionStore(db, { idleMinutes: config.sessionIdleMinutes, maxHours: config.sessionMaxHours });
   const sweep = setInterval(() => {
@@ -145,6 +147,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     const warnings: string[] = [];
     const auth = createRequestAuth(req, target.path);
     let requestBody: ReturnType<typeof readBody> | null = null;
+    let dataVersion: Promise<string> | null = null;
     const request: ScriptRequest = {
       method: req.method ?? 'GET',
       query: new URLSearchParams(rewritten.query),
@@ -160,6 +163,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
           message: `Warning: ${message}${frame ? ` in ${path.relative(root, frame.file)} on line ${frame.line}` : ''}`,
         }));
       },
+      remember: async (key, compute) => results.get(await (dataVersion ??= results.currentVersion()), key, compute),
       identify: () => auth.identify(),
       authenticate: (username, password) => auth.authenticate(username, password),
       session: auth.session,

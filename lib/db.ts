@@ -1,14 +1,22 @@
 // One small database interface over node-postgres (pg.Pool) and the embedded PGlite,
 // so scripts and tests run the same SQL against either backend.
 import pg from 'pg';
-import { PGlite } from '@electric-sql/pglite';
-import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 
 export type Row = Record<string, unknown>;
 
+export interface QueryOptions {
+  /**
+   * Prepares the statement under this name once per connection, sparing PostgreSQL the
+   * parsing and planning of every later run (node-postgres named statements). For hot
+   * queries whose plan does not depend on the values, e.g. a lookup by key; not for
+   * searches, whose best plan depends on the term.
+   */
+  name?: string;
+}
+
 export interface Queryable {
   /** Runs one statement with $1… placeholders and returns its rows. */
-  query<R = Row>(sql: string, params?: readonly unknown[]): Promise<R[]>;
+  query<R = Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<R[]>;
   /** Runs a script of several statements without parameters (migrations). */
   exec(sql: string): Promise<void>;
 }
@@ -55,8 +63,8 @@ export function openPostgres(options: PostgresOptions): Db {
 
   return {
     kind: 'postgres',
-    query: <R>(sql: string, params?: readonly unknown[]) =>
-      wrap(async () => (await pool.query(sql, params as unknown[] | undefined)).rows as R[]),
+    query: <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) =>
+      wrap(async () => (await pool.query(toConfig(sql, params, queryOptions))).rows as R[]),
     exec: (sql) => wrap(async () => { await pool.query(sql); }),
     transaction: (fn) => wrap(async () => {
       const client = await pool.connect();
@@ -66,8 +74,8 @@ export function openPostgres(options: PostgresOptions): Db {
       try {
         await client.query('BEGIN');
         const result = await fn({
-          query: async <R>(sql: string, params?: readonly unknown[]) =>
-            (await client.query(sql, params as unknown[] | undefined)).rows as R[],
+          query: async <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) =>
+            (await client.query(toConfig(sql, params, queryOptions))).rows as R[],
           exec: async (sql) => { await client.query(sql); },
         });
         await client.query('COMMIT');
@@ -94,6 +102,12 @@ export interface PgliteOptions {
 }
 
 export async function openPglite(options: PgliteOptions): Promise<Db> {
+  // Imported here, not at the top: PGlite's module alone holds about 44 MB, which a server
+  // on PostgreSQL should not carry in every worker.
+  const [{ PGlite }, { pg_trgm }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite/contrib/pg_trgm'),
+  ]);
   const lite = new PGlite(options.dataDir ?? 'memory://', { extensions: { pg_trgm } });
   await lite.waitReady;
   // PGlite runs one connection; its own transaction() queues other queries until it ends.
@@ -109,6 +123,11 @@ export async function openPglite(options: PgliteOptions): Promise<Db> {
     })),
     close: () => lite.close(),
   };
+}
+
+function toConfig(text: string, params: readonly unknown[] | undefined, options: QueryOptions | undefined): pg.QueryConfig {
+  const values = params as unknown[] | undefined;
+  return options?.name ? { name: options.name, text, values } : { text, values };
 }
 
 // Connection failures become DbUnavailableError so the front can answer 503, not 500.

@@ -18,6 +18,11 @@ export interface ScriptRequest {
   /** Records a recoverable problem: logged at level warn, shown in development. */
   warn(message: string): void;
   /**
+   * The result of an expensive read, remembered until persons or works change
+   * (lib/result-cache.ts); the key must name everything the result depends on.
+   */
+  remember<T>(key: string, compute: () => Promise<T>): Promise<T>;
+  /**
    * Who is asking: the account of the session cookie or of HTTP Basic credentials, null for
    * anyone anonymous. Read only when called; the response is then private (no-store).
    */

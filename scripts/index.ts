@@ -8,11 +8,12 @@ export interface StartPage {
   neueste: { id: number; titel: string; person: string; slug: string }[];
 }
 
-export async function GET({ db }: ScriptRequest): Promise<Document<StartPage>> {
+export async function GET({ db, remember }: ScriptRequest): Promise<Document<StartPage>> {
+  // Counting a million works takes a while; the counts hold until the data changes.
   const [[counts], neueste] = await Promise.all([
-    db.query<{ personen: number; werke: number }>(
+    remember('index:counts', () => db.query<{ personen: number; werke: number }>(
       'SELECT (SELECT count(*)::int FROM person) AS personen, (SELECT count(*)::int FROM werk) AS werke',
-    ),
+    )),
     db.query<StartPage['neueste'][number]>(
       `SELECT w.id, w.titel, p.vorname || ' ' || p.nachname AS person, p.slug
          FROM werk w JOIN person p ON p.id = w.person_id

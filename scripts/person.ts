@@ -32,6 +32,7 @@ export async function GET({ query, db }: ScriptRequest): Promise<Document<Person
        FROM person p
       WHERE ${slug !== null ? 'p.slug = $1' : 'p.id = $1'}`,
     [slug ?? pid],
+    { name: slug !== null ? 'person-by-slug' : 'person-by-id' },
   );
   if (!person) throw new HttpError(404, `There is no person ${slug !== null ? `with the slug "${slug}"` : `with the id ${pid}`}.`);
 

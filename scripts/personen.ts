@@ -14,11 +14,11 @@ export interface PersonList {
 
 const pageSize = 50;
 
-export async function GET({ query, db }: ScriptRequest): Promise<Document<PersonList>> {
+export async function GET({ query, db, remember }: ScriptRequest): Promise<Document<PersonList>> {
   const offset = readNonNegativeInteger(query, 'offset', 0);
 
   const [[count], personen] = await Promise.all([
-    db.query<{ total: number }>('SELECT count(*)::int AS total FROM person'),
+    remember('personen:total', () => db.query<{ total: number }>('SELECT count(*)::int AS total FROM person')),
     db.query<PersonList['personen'][number]>(
       `SELECT p.slug, p.vorname, p.nachname, p.image,
               (SELECT count(*)::int FROM werk w WHERE w.person_id = p.id) AS werke
@@ -26,6 +26,7 @@ export async function GET({ query, db }: ScriptRequest): Promise<Document<Person
         ORDER BY p.nachname, p.vorname, p.id
         LIMIT $1 OFFSET $2`,
       [pageSize, offset],
+      { name: 'personen-page' },
     ),
   ]);
   const total = count?.total ?? 0;

@@ -2,6 +2,7 @@
 // (repeatable, ANDed), tab, search_scope, vid and offset (CONTRACT 3). The URL alone
 // decides the result: no session, and the same order every time.
 import { HttpError, Redirect } from '../lib/http-error.ts';
+import type { Db } from '../lib/db.ts';
 import type { Document, LinkFn, ScriptRequest } from '../lib/script.ts';
 import { buildQuery, clip, pageLinks, readNonNegativeInteger } from '../lib/script.ts';
 
@@ -45,7 +46,8 @@ export interface SearchResult {
   pages: { previous: string | null; next: string | null };
 }
 
-export async function GET({ query, db }: ScriptRequest): Promise<Document<SearchResult>> {
+export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
+  const { query } = req;
   // The search form sends field, match and term; answer with the canonical URL.
   if (query.has('term')) throw new Redirect(searchPath(conditionsFromForm(query), readSettings(query), 0), 303);
 
@@ -57,10 +59,7 @@ export async function GET({ query, db }: ScriptRequest): Promise<Document<Search
   const result: SearchResult = { conditions, ...settings, offset, size: pageSize, total: 0, previous: null, next: null, hits: [], pages: { previous: null, next: null } };
 
   if (conditions.length > 0) {
-    const { sql, params } = buildSearch(conditions, settings.scope);
-    const rows = await db.query<Hit & { total: number }>(sql, [...params, pageSize, offset]);
-    result.hits = rows.map(({ total: _total, ...hit }) => hit);
-    result.total = rows[0]?.total ?? (offset > 0 ? await countHits(db, conditions, settings.scope) : 0);
+    Object.assign(result, await search(req, conditions, settings.scope, offset));
     Object.assign(result, pageLinks(offset, pageSize, result.total));
     const relative = (at: number | null) => (at === null ? null : searchPath(conditions, settings, at).slice(1));
     result.pages = { previous: relative(result.previous), next: relative(result.next) };
@@ -131,61 +130,106 @@ export function searchPath(conditions: readonly Condition[], settings: Settings,
 
 // --- SQL -------------------------------------------------------------------------------
 // Persons match creator and any by name; works match title by title, creator by their
-// person's name, any by either. Names and titles are served by the trigram and lower()
-// indexes of sql/002_search.sql; a work's creator goes through its person's id.
+// person's name, any by either. contains is served by the trigram indexes of
+// sql/002_search.sql, begins_with and exact on titles by werk_titel_sort (sql/005), on
+// names by the trigram and lower() indexes; a work's creator goes through its person's id.
+// Persons come first (by name), then works (by title): the totals of both decide which
+// part a page takes, so each part is one query in its own index order that stops after a
+// page instead of sorting every match. Totals and pages are remembered until the data
+// changes (req.remember), because counting every match of a frequent word is the one
+// expensive step at a million works.
 
 const nameSql = `(p.vorname || ' ' || p.nachname)`;
+// The key of werk_titel_sort (sql/005): search lists works in this order, and begins_with
+// and exact on titles are ranges of it.
+const titleKey = `lower(w.titel) COLLATE "C"`;
 
-function matchSql(column: string, match: Match, param: string): string {
+/** The SQL parameter of a term: a LIKE pattern for contains and begins_with. */
+function patternOf(c: Condition): string {
+  // LIKE treats % _ and \ specially; a term is matched literally.
+  const literal = c.term.replace(/[\\%_]/g, '\\$&');
+  return c.match === 'contains' ? `%${literal}%` : c.match === 'begins_with' ? `${literal}%` : c.term;
+}
+
+function nameMatch(match: Match, param: string): string {
+  return match === 'exact' ? `lower(${nameSql}) = lower(${param})` : `${nameSql} ILIKE ${param}`;
+}
+
+function titleMatch(match: Match, param: string): string {
   switch (match) {
-    case 'contains': return `${column} ILIKE '%' || ${param} || '%'`;
-    case 'begins_with': return `${column} ILIKE ${param} || '%'`;
-    case 'exact': return `lower(${column}) = lower(${param})`;
+    case 'contains': return `w.titel ILIKE ${param}`;
+    case 'begins_with': return `${titleKey} LIKE lower(${param})`;
+    case 'exact': return `${titleKey} = lower(${param})`;
   }
 }
 
-/** LIKE treats % _ and \ specially; a term is matched literally. */
-function likeLiteral(term: string, match: Match): string {
-  return match === 'exact' ? term : term.replace(/[\\%_]/g, '\\$&');
+interface Filters {
+  params: string[];
+  /** WHERE of persons (alias p); null when no person can match (a title condition, or scope werke). */
+  person: string | null;
+  /** WHERE of works (alias w); null when scope personen. */
+  werk: string | null;
 }
 
-function buildSearch(conditions: readonly Condition[], scope: string): { sql: string; params: string[] } {
-  const params = conditions.map((c) => likeLiteral(c.term, c.match));
-  const personWhere: string[] = [];
-  const werkWhere: string[] = [];
+function buildFilters(conditions: readonly Condition[], scope: string): Filters {
+  const params = conditions.map(patternOf);
+  const person: string[] = [];
+  const werk: string[] = [];
   conditions.forEach((c, i) => {
     const param = `$${i + 1}`;
-    const byName = matchSql(nameSql, c.match, param);
-    const byTitle = matchSql('w.titel', c.match, param);
+    const byName = nameMatch(c.match, param);
+    const byTitle = titleMatch(c.match, param);
     const byCreator = `w.person_id = ANY (ARRAY(SELECT p.id FROM person p WHERE ${byName}))`;
-    personWhere.push(c.field === 'title' ? 'false' : byName);
-    werkWhere.push(c.field === 'title' ? byTitle : c.field === 'creator' ? byCreator : `(${byTitle} OR ${byCreator})`);
+    if (c.field !== 'title') person.push(byName);
+    werk.push(c.field === 'title' ? byTitle : c.field === 'creator' ? byCreator : `(${byTitle} OR ${byCreator})`);
   });
-  const parts: string[] = [];
-  if (scope !== 'werke') {
-    parts.push(`SELECT 'person' AS typ, 0 AS rank, p.id, ${nameSql} AS titel, p.slug, NULL AS person,
-                       p.nachname AS sort1, p.vorname AS sort2
-                  FROM person p WHERE ${personWhere.join(' AND ')}`);
-  }
-  if (scope !== 'personen') {
-    parts.push(`SELECT 'werk' AS typ, 1 AS rank, w.id, w.titel, p.slug, ${nameSql} AS person,
-                       w.titel AS sort1, '' AS sort2
-                  FROM werk w JOIN person p ON p.id = w.person_id WHERE ${werkWhere.join(' AND ')}`);
-  }
-  const n = params.length;
   return {
-    sql: `SELECT typ, id, titel, slug, person, count(*) OVER ()::int AS total
-            FROM (${parts.join(' UNION ALL ')}) AS hits
-           ORDER BY rank, sort1, sort2, id
-           LIMIT $${n + 1} OFFSET $${n + 2}`,
     params,
+    person: scope === 'werke' || person.length < conditions.length ? null : person.join(' AND '),
+    werk: scope === 'personen' ? null : werk.join(' AND '),
   };
 }
 
-async function countHits(db: ScriptRequest['db'], conditions: readonly Condition[], scope: string): Promise<number> {
-  const { sql, params } = buildSearch(conditions, scope);
-  const [row] = await db.query<{ total: number }>(`SELECT count(*)::int AS total FROM (${sql}) AS page`, [...params, 2147483647, 0]);
-  return row?.total ?? 0;
+interface Totals { personen: number; werke: number }
+
+async function countHits(db: Db, filters: Filters): Promise<Totals> {
+  const personen = filters.person === null ? '0' : `(SELECT count(*)::int FROM person p WHERE ${filters.person})`;
+  const werke = filters.werk === null ? '0' : `(SELECT count(*)::int FROM werk w WHERE ${filters.werk})`;
+  const [row] = await db.query<Totals>(`SELECT ${personen} AS personen, ${werke} AS werke`, filters.params);
+  return row ?? { personen: 0, werke: 0 };
+}
+
+async function findPage(db: Db, filters: Filters, totals: Totals, offset: number): Promise<Hit[]> {
+  const hits: Hit[] = [];
+  const n = filters.params.length;
+  if (filters.person !== null && offset < totals.personen) {
+    hits.push(...await db.query<Hit>(
+      `SELECT 'person' AS typ, p.id, ${nameSql} AS titel, p.slug, NULL AS person
+         FROM person p WHERE ${filters.person}
+        ORDER BY p.nachname, p.vorname, p.id
+        LIMIT $${n + 1} OFFSET $${n + 2}`,
+      [...filters.params, pageSize, offset],
+    ));
+  }
+  const werkOffset = Math.max(0, offset - totals.personen);
+  if (filters.werk !== null && hits.length < pageSize && werkOffset < totals.werke) {
+    hits.push(...await db.query<Hit>(
+      `SELECT 'werk' AS typ, w.id, w.titel, p.slug, ${nameSql} AS person
+         FROM werk w JOIN person p ON p.id = w.person_id WHERE ${filters.werk}
+        ORDER BY ${titleKey}, w.id
+        LIMIT $${n + 1} OFFSET $${n + 2}`,
+      [...filters.params, pageSize - hits.length, werkOffset],
+    ));
+  }
+  return hits;
+}
+
+async function search(req: ScriptRequest, conditions: readonly Condition[], scope: string, offset: number): Promise<{ total: number; hits: Hit[] }> {
+  const filters = buildFilters(conditions, scope);
+  const key = JSON.stringify([scope, conditions.map((c) => [c.field, c.match, c.term])]);
+  const totals = await req.remember(`search:totals:${key}`, () => countHits(req.db, filters));
+  const hits = await req.remember(`search:page:${offset}:${key}`, () => findPage(req.db, filters, totals, offset));
+  return { total: totals.personen + totals.werke, hits };
 }
 
 // --- Representations -------------------------------------------------------------------

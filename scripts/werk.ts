@@ -21,6 +21,7 @@ export async function GET({ query, db }: ScriptRequest): Promise<Document<Werk>>
        FROM werk w JOIN person p ON p.id = w.person_id
       WHERE w.id = $1`,
     [id],
+    { name: 'werk-by-id' },
   );
   if (!werk) throw new HttpError(404, `There is no work with the id ${id}.`);
 
