@@ -3,6 +3,7 @@
 // text (null when absent), or as a message saying what is wrong with it.
 import type { Body } from './body.ts';
 import type { FieldError } from './http-error.ts';
+import { HttpError } from './http-error.ts';
 import type { XmlElement } from './xml-body.ts';
 
 export interface FieldSpec {
@@ -26,17 +27,20 @@ export function readFields(body: Body, shape: Shape): { raw: RawFields; errors: 
   const raw: RawFields = {};
   const errors: FieldError[] = [];
   if (body.type === 'json' && (typeof body.value !== 'object' || body.value === null || Array.isArray(body.value))) {
-    return { raw, errors: [{ field: shape.root, message: 'Send one JSON object in the shape of the representation.' }] };
+    throw notShaped(shape, 'Send one JSON object in the shape of the representation.');
   }
-  if (body.type === 'xml' && body.root !== shape.root) {
-    return { raw, errors: [{ field: shape.root, message: `The root element must be <${shape.root}>, not <${body.root.slice(0, 40)}>.` }] };
-  }
+  if (body.type === 'xml' && body.root !== shape.root) throw notShaped(shape, `The root element must be <${shape.root}>, not <${body.root.slice(0, 40)}>.`);
   for (const spec of shape.fields) {
     const value = body.type === 'form' ? body.fields.get(spec.name) : body.type === 'json' ? jsonField(body.value as Record<string, unknown>, spec) : xmlField(body.value, spec);
     if (typeof value === 'object' && value !== null) errors.push({ field: spec.name, message: value.problem });
     else raw[spec.name] = value;
   }
   return { raw, errors };
+}
+
+/** 422: well-formed, but not the shape of the representation, so no field can be read. */
+function notShaped(shape: Shape, message: string): HttpError {
+  return new HttpError(422, `The body is not shaped like a ${shape.root}: ${message}`, { errors: [{ field: shape.root, message }] });
 }
 
 function jsonField(object: Record<string, unknown>, spec: FieldSpec): string | null | { problem: string } {

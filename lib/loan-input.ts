@@ -22,12 +22,14 @@ export const loanShape: Shape = {
   ],
 };
 
-export function readLoan(body: Body): { input: LoanInput; raw: RawFields; errors: FieldError[] } {
+/** `site` is the absolute URL of the site root without the slash: the work's URL must be on it. */
+export function readLoan(body: Body, site: string): { input: LoanInput; raw: RawFields; errors: FieldError[] } {
   const { raw, errors } = readFields(body, loanShape);
   const werk = (raw.werk ?? '').trim();
-  const id = /^[0-9]{1,9}$/.exec(werk)?.[0] ?? /^(?:https?:\/\/[^/\s]+)?(?:\/[^\s?#]*)?\/werk\/([0-9]{1,9})$/.exec(werk)?.[1];
+  const path = werk.startsWith(`${site}/`) ? werk.slice(site.length) : werk;
+  const id = /^[0-9]{1,9}$/.exec(path)?.[0] ?? /^\/werk\/([0-9]{1,9})$/.exec(path)?.[1];
   if (werk === '') errors.push({ field: 'werk', message: 'Required: the id or the URL of the work to lend.' });
-  else if (id === undefined || Number(id) < 1) errors.push({ field: 'werk', message: 'Give the work as its id (14) or its URL (…/werk/14).' });
+  else if (id === undefined || Number(id) < 1) errors.push({ field: 'werk', message: 'Give the work as its id (14) or its URL on this site (…/werk/14).' });
   const bis = (raw.bis ?? '').trim();
   if (bis !== '' && !isDate(bis)) errors.push({ field: 'bis', message: 'A date as YYYY-MM-DD, for example 2026-12-24.' });
   return { input: { werkId: Number(id ?? 0), bis: bis === '' ? null : bis }, raw, errors };

@@ -34,8 +34,8 @@ export function parseXmlBody(text: string): { root: string; value: XmlElement } 
   if (declared && !/^utf-?8$/i.test(declared)) throw new HttpError(415, `Send the XML body in UTF-8, not ${declared.slice(0, 40)}.`);
   const tree = parser.parse(text) as Record<string, XmlElement>;
   const roots = Object.keys(tree);
-  if (roots.length !== 1) throw new HttpError(400, 'The XML body must have exactly one root element.');
   const root = roots[0] as string;
+  if (roots.length !== 1 || Array.isArray(tree[root])) throw new HttpError(400, 'The XML body must have exactly one root element.');
   return { root, value: decodeTree(tree[root] as XmlElement) };
 }
 

@@ -53,7 +53,7 @@ export async function POST(req: ScriptRequest): Promise<Outcome> {
     const { requester, body } = await beginChange(req, { back, bodyRequired: true });
     if (requester.role !== 'librarian') throw librariansOnly('lend works', back);
     if (!(await findAccount(req.db, uid))) throw new HttpError(404, `There is no user with the id ${uid}.`);
-    const { input, errors } = readLoan(body!);
+    const { input, errors } = readLoan(body!, req.link(''));
     rejectInvalid(errors, 'Nothing was lent');
     await lend(req.db, { accountId: uid, ...input });
     if (body?.type === 'form') return new Redirect(back, 303);
