@@ -51,7 +51,8 @@ export interface App {
 
 const scriptPath = /^\/([a-z][a-z0-9_-]*)\.php$/;
 const methodsOfDocuments = ['GET', 'HEAD', 'OPTIONS'];
-const publicCacheControl = 'public, max-age=60, must-revalidate';
+// Revalidated on every use (a 304 by ETag), so an edit shows at once, also to its author.
+const publicCacheControl = 'public, no-cache';
 // Pages that read the session differ per requester: never stored, never revalidated by ETag.
 const privateCacheControl = 'private, no-store';
 const sessionSweepMs = 10 * 60 * 1000;

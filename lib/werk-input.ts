@@ -45,7 +45,7 @@ export function werkFormFields(values: RawFields, errors: readonly FieldError[])
   });
   return [
     field('titel', 'Title', 'text', 300, true),
-    field('jahr', 'Year', 'number', 5, false),
+    field('jahr', 'Year', 'number', 10, false),
     field('art', 'Kind (painting, novel …)', 'text', 100, false),
     field('beschreibung', 'Description', 'textarea', 10000, false),
   ];
