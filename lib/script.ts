@@ -66,7 +66,7 @@ export type Outcome = Document | Redirect | NoContent;
 export type LinkFn = (path: string) => string;
 
 export interface ScriptModule {
-  GET?: (req: ScriptRequest) => Promise<Document>;
+  GET?: (req: ScriptRequest) => Promise<Outcome>;
   HEAD?: never;
   POST?: (req: ScriptRequest) => Promise<Outcome>;
   PUT?: (req: ScriptRequest) => Promise<Outcome>;
