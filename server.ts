@@ -10,15 +10,16 @@ import createDebug from 'debug';
 import { formatAccessLine } from './lib/access-log.ts';
 import { handleSignals, runPrimary, runsWorkers } from './lib/cluster.ts';
 import { RequestAuth } from './lib/auth.ts';
-import { readBody } from './lib/body.ts';
+import { createBodyReader } from './lib/body.ts';
 import type { Config } from './lib/config.ts';
 import { readConfig } from './lib/config.ts';
 import type { Db } from './lib/db.ts';
 import { DbUnavailableError, openPglite, openPostgres } from './lib/db.ts';
 import { renderErrorPage } from './lib/display-errors.ts';
 import { formatAuthFailure, formatErrorLine } from './lib/error-log.ts';
-import { HttpError, Redirect } from './lib/http-error.ts';
+import { HttpError, NoContent, Redirect } from './lib/http-error.ts';
 import { LogFile } from './lib/log-file.ts';
+import { effectiveMethod } from './lib/method-override.ts';
 import { loadDemoData, migrate } from './lib/migrate.ts';
 import type { Format } from './lib/negotiate.ts';
 import { mediaTypes, negotiateErrorFormat, negotiateFormat, takeSuffix } from './lib/negotiate.ts';
@@ -28,8 +29,8 @@ import type { Exchange } from './lib/respond.ts';
 import { clientAddress, etagOf, matchesEtag, sendBody, sendEmpty } from './lib/respond.ts';
 import { loadRules, rewriteUrl } from './lib/rewrite.ts';
 import { rewriteRequestOf } from './lib/rewrite-request.ts';
-import type { ScriptModule, ScriptRequest } from './lib/script.ts';
 import { ResultCache } from './lib/result-cache.ts';
+import type { Outcome, ScriptModule, ScriptRequest } from './lib/script.ts';
 import { ScriptLoader } from './lib/scripts.ts';
 import { SessionStore } from './lib/session.ts';
 import { describeError, parseStack } from './lib/stack.ts';
@@ -51,7 +52,8 @@ export interface App {
 
 const scriptPath = /^\/([a-z][a-z0-9_-]*)\.php$/;
 const methodsOfDocuments = ['GET', 'HEAD', 'OPTIONS'];
-const publicCacheControl = 'public, max-age=60, must-revalidate';
+// Revalidated on every use (a 304 by ETag), so an edit shows at once, also to its author.
+const publicCacheControl = 'public, no-cache';
 // Pages that read the session differ per requester: never stored, never revalidated by ETag.
 const privateCacheControl = 'private, no-store';
 const sessionSweepMs = 10 * 60 * 1000;
@@ -124,15 +126,17 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     }
     const script = await scripts.load(name);
 
-    // 5. Check the method.
+    // 5. Check the method. A change requested from another site is refused before anything
+    //    is read (CONTRACT 5: Origin must match); a POST may run as PUT or DELETE (_method).
     const allow = allowedMethods(script);
     if (req.method === 'OPTIONS') return sendEmpty(ex, 204, { allow: allow.join(', ') });
-    const handler = req.method === 'GET' || req.method === 'HEAD' ? script.GET : req.method === 'POST' ? script.POST : undefined;
-    if (!handler) throw new HttpError(405, `${req.method} is not supported here; use ${allow.join(', ')}.`, { allow });
-    // A change requested from another site is refused before it runs (CONTRACT 5: Origin must match).
     if (req.method !== 'GET' && req.method !== 'HEAD' && req.headers.origin !== undefined && req.headers.origin !== origin) {
       throw new HttpError(403, `A ${req.method} from ${req.headers.origin.slice(0, 100)} is not accepted here; send it from ${origin}.`);
     }
+    const readRequestBody = createBodyReader(req);
+    const method = await effectiveMethod(req, readRequestBody);
+    const handler = handlerOf(script, method);
+    if (!handler) throw new HttpError(405, `${method} is not supported here; use ${allow.join(', ')}.`, { allow });
 
     // 6. Choose the representation.
     const available = formatsOf(script);
@@ -146,10 +150,10 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     // 7. Run the script.
     const warnings: string[] = [];
     const auth = createRequestAuth(req, target.path);
-    let requestBody: ReturnType<typeof readBody> | null = null;
     let dataVersion: Promise<string> | null = null;
     const request: ScriptRequest = {
-      method: req.method ?? 'GET',
+      method: method === 'HEAD' ? 'GET' : method,
+      format,
       query: new URLSearchParams(rewritten.query),
       headers: req.headers,
       db,
@@ -167,7 +171,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       identify: () => auth.identify(),
       authenticate: (username, password) => auth.authenticate(username, password),
       session: auth.session,
-      body: (accept) => (requestBody ??= readBody(req, accept)),
+      body: readRequestBody,
     };
     let outcome;
     try {
@@ -179,7 +183,12 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       // Session changes travel with whatever answer follows, an error included.
       await noteRequester(ex, auth);
     }
-    if (outcome instanceof Redirect) return sendEmpty(ex, outcome.status, { location: link(outcome.location), 'cache-control': 'no-store' });
+    if (outcome instanceof Redirect) {
+      // A permanent move (an old slug) keeps the suffix: /person/old.json leads to /person/new.json.
+      const kept = outcome.status === 301 || outcome.status === 308 ? suffix : null;
+      return sendEmpty(ex, outcome.status, { location: absoluteLocation(outcome.location, kept, link), 'cache-control': 'no-store' });
+    }
+    if (outcome instanceof NoContent) return sendEmpty(ex, 204, { 'cache-control': 'no-store' });
     const doc = outcome;
 
     // 8. Render and send.
@@ -201,6 +210,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       'x-content-type-options': 'nosniff',
     };
     if (suffix === null) headers.vary = [...new Set(['Accept', ...rewritten.vary])].join(', ');
+    if (doc.location) headers.location = link(doc.location);
     if (format === 'html') {
       headers['content-security-policy'] = "default-src 'self'; img-src 'self' https: http: data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'";
       headers['referrer-policy'] = 'same-origin';
@@ -208,7 +218,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     if (auth.used) {
       headers['cache-control'] = privateCacheControl;
       delete headers.etag;
-    } else if (matchesEtag(req.headers['if-none-match'], etag)) {
+    } else if ((method === 'GET' || method === 'HEAD') && matchesEtag(req.headers['if-none-match'], etag)) {
       return sendEmpty(ex, 304, notModifiedHeaders(headers));
     }
     sendBody(ex, doc.status ?? 200, headers, body);
@@ -262,19 +272,24 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     if (err.options.allow) headers.allow = err.options.allow.join(', ');
     const title = http.STATUS_CODES[err.status] ?? 'Error';
     const problem = { type: err.options.type ?? 'about:blank', title, status: err.status, detail: err.message };
+    const errors = err.options.errors ?? [];
     let body: string;
     if (format === 'json') {
       headers['content-type'] = 'application/problem+json; charset=utf-8';
-      body = buildJson(err.options.alternates ? { ...problem, alternates: err.options.alternates } : problem);
+      body = buildJson({ ...problem, ...(err.options.alternates ? { alternates: err.options.alternates } : {}), ...(errors.length > 0 ? { errors } : {}) });
     } else if (format === 'xml') {
       headers['content-type'] = 'application/problem+xml; charset=utf-8';
       const alternates = err.options.alternates?.map((a) => ({ '@_ref': a.href, '@_type': a.type }));
-      body = buildXml({ problem: { '@_xmlns': 'urn:ietf:rfc:7807', ...problem, ...(alternates ? { alternates: { alternate: alternates } } : {}) } });
+      const fields = errors.map((e) => ({ '@_field': e.field, '#text': e.message }));
+      body = buildXml({ problem: {
+        '@_xmlns': 'urn:ietf:rfc:7807', ...problem,
+        ...(alternates ? { alternates: { alternate: alternates } } : {}), ...(fields.length > 0 ? { errors: { error: fields } } : {}),
+      } });
     } else {
       headers['content-type'] = mediaTypes.html;
       body = templates.render('error', {
         page: { title: `${err.status} ${title}`, base: basePath + '/', canonical: null, alternates: [], stylesheet: 'css/site.css', warnings: [], user: ex.account ?? null },
-        data: { ...problem, alternates: err.options.alternates ?? [], login: err.options.login ? loginHref(err.options.login) : null },
+        data: { ...problem, alternates: err.options.alternates ?? [], errors, login: err.options.login ? loginHref(err.options.login) : null },
       });
     }
     sendBody(ex, err.status, headers, body);
@@ -398,6 +413,12 @@ function isSecure(req: IncomingMessage, config: Config): boolean {
 /** The login link of a 403 page, relative to <base href>: login?back=/entlehnte/3 */
 function loginHref(back: string): string {
   return `login?back=${encodeURIComponent(back).replace(/%2F/g, '/')}`;
+}
+
+/** The handler a method runs: HEAD runs GET (the front drops the body). */
+function handlerOf(script: ScriptModule, method: string): ((req: ScriptRequest) => Promise<Outcome>) | undefined {
+  if (method === 'GET' || method === 'HEAD') return script.GET;
+  return method === 'POST' || method === 'PUT' || method === 'DELETE' ? script[method] : undefined;
 }
 
 function allowedMethods(script: ScriptModule): string[] {

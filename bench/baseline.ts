@@ -79,6 +79,7 @@ function personHtml(p: Person, werke: Werk[], origin: string): string {
     `<header class="site">\n  <a class="brand" href="./">Portfolio</a>\n  <nav aria-label="Main">\n    <a href="personen">Persons</a>\n    <a href="search">Search</a>\n  </nav>\n  <a class="login" href="login">Log in</a>\n</header>\n<main>\n\n\n` +
     `<article class="person">\n<h1>details of a person</h1>\n<img class="portrait" src="${html(p.image)}" alt="Picture of ${name}" width="240" height="240">\n` +
     `<p>${name} has ${werke.length} ${werke.length === 1 ? 'work' : 'works'} in the database; user name ${html(p.username)}.</p>\n<ul class="werke">\n${items}</ul>\n` +
+    `<p class="edit"><a href="person/${p.slug}/bearbeiten">Edit</a> · <a href="person/${p.slug}/werke/neu">Add a work</a></p>\n` +
     `<p class="back"><a href="personen">All persons</a></p>\n</article>\n</main>\n<footer class="site">\n` +
     `  <p>This page as <a href="${self}.html" type="text/html">HTML</a> · <a href="${self}.xml" type="application/xml">XML</a> · <a href="${self}.json" type="application/json">JSON</a></p>\n` +
     '</footer>\n</body>\n</html>\n\n';

@@ -10,7 +10,15 @@ export interface HttpErrorOptions {
   headers?: Record<string, string>;
   /** For 403: the local path a login should return to; the HTML page then offers the login link. */
   login?: string;
+  /** For 422 and 409: one message per field, listed as `errors` in problem details. */
+  errors?: readonly FieldError[];
   cause?: unknown;
+}
+
+/** What is wrong with one field of a request body. */
+export interface FieldError {
+  field: string;
+  message: string;
 }
 
 export class HttpError extends Error {
@@ -41,4 +49,9 @@ export class Redirect {
     this.location = location;
     this.status = status;
   }
+}
+
+/** Returned by a script whose change leaves nothing to show: 204 (a DELETE from an API client). */
+export class NoContent {
+  readonly status = 204;
 }

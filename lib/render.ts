@@ -104,12 +104,15 @@ export interface RenderOptions {
 
 export function renderDocument(options: RenderOptions): string {
   const { format, script, doc, link } = options;
+  // A script may answer with another document's view: POST /personen shows the new person.
+  const view = doc.view ?? { template: options.scriptName, toJson: script.toJson, toXml: script.toXml };
   switch (format) {
     case 'html':
-      return options.templates.render(options.scriptName, { page: options.page, data: doc.data });
+      return options.templates.render(view.template, { page: options.page, data: doc.data });
     case 'xml':
-      return buildXml((script.toXml as (d: unknown, l: LinkFn) => Record<string, unknown>)(doc.data, link));
+      if (!view.toXml) throw new Error(`The document of ${options.scriptName} has no XML representation; give its view a toXml.`);
+      return buildXml((view.toXml as (d: unknown, l: LinkFn) => Record<string, unknown>)(doc.data, link));
     case 'json':
-      return buildJson(script.toJson ? (script.toJson as (d: unknown, l: LinkFn) => unknown)(doc.data, link) : doc.data);
+      return buildJson(view.toJson ? (view.toJson as (d: unknown, l: LinkFn) => unknown)(doc.data, link) : doc.data);
   }
 }

@@ -5,10 +5,15 @@ import type { Account } from './accounts.ts';
 import type { Identity, SessionControl } from './auth.ts';
 import type { Body, BodyType } from './body.ts';
 import type { Db } from './db.ts';
+import type { NoContent, Redirect } from './http-error.ts';
 import { HttpError } from './http-error.ts';
+import type { Format } from './negotiate.ts';
 
 export interface ScriptRequest {
+  /** The method the script runs for: a POST's _method field or X-HTTP-Method-Override decides. */
   method: string;
+  /** The representation the answer will have, chosen before the script runs. */
+  format: Format;
   /** Query parameters after rewriting (mod_rewrite back references included). */
   query: URLSearchParams;
   headers: IncomingHttpHeaders;
@@ -31,8 +36,8 @@ export interface ScriptRequest {
   authenticate(username: string, password: string): Promise<Account | null>;
   /** Starting and ending the login session, and its CSRF token. */
   session: SessionControl;
-  /** The request body, 1 MiB at most, of one of the accepted types (413, 415 otherwise). */
-  body(accept: readonly BodyType[]): Promise<Body>;
+  /** The request body, 1 MiB at most, of one of the accepted types (413, 415 otherwise; 400 when malformed). */
+  body<T extends BodyType>(accept: readonly T[]): Promise<Extract<Body, { type: T }>>;
 }
 
 /** A document a script returns: its canonical rewritten path, title and plain data. */
@@ -47,14 +52,30 @@ export interface Document<T = unknown> {
   cacheControl?: string;
   /** The status, 200 when absent: a form shown again after a failed POST may say 403 or 422. */
   status?: number;
+  /** For 201: the new resource's site path, sent as Location. */
+  location?: string;
+  /** Another document's template and representations, e.g. the new person a POST /personen made. */
+  view?: View;
 }
+
+/** How a document is rendered: the template's name, and its data in JSON and XML. */
+export interface View {
+  template: string;
+  toJson?: (data: never, link: LinkFn) => unknown;
+  toXml?: (data: never, link: LinkFn) => Record<string, unknown>;
+}
+
+/** What a handler answers: a document, a redirect (303 after a form), or 204. */
+export type Outcome = Document | Redirect | NoContent;
 
 export type LinkFn = (path: string) => string;
 
 export interface ScriptModule {
-  GET?: (req: ScriptRequest) => Promise<Document>;
+  GET?: (req: ScriptRequest) => Promise<Outcome>;
   HEAD?: never;
-  POST?: (req: ScriptRequest) => Promise<Document>;
+  POST?: (req: ScriptRequest) => Promise<Outcome>;
+  PUT?: (req: ScriptRequest) => Promise<Outcome>;
+  DELETE?: (req: ScriptRequest) => Promise<Outcome>;
   /** The JSON representation of the data; the data itself when absent. */
   toJson?: (data: never, link: LinkFn) => unknown;
   /** The XML tree (one root) for fast-xml-parser's builder; required for XML. */

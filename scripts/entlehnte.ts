@@ -1,9 +1,18 @@
 // A user's loan list: /entlehnte/<user_id> and entlehnte.php?uid=<user_id>. Only its owner
 // and librarians may read it; everyone else gets 403, and an unknown id is 404 for a
-// librarian only, so nobody else learns which ids exist (CONTRACT 4).
+// librarian only, so nobody else learns which ids exist (CONTRACT 4). A librarian POSTs
+// here to lend a work to the user (201 with the loan's Location); the page has the forms.
 import { findAccount } from '../lib/accounts.ts';
-import { HttpError } from '../lib/http-error.ts';
-import type { Document, LinkFn, ScriptRequest } from '../lib/script.ts';
+import type { Identity } from '../lib/auth.ts';
+import { beginChange, librariansOnly } from '../lib/change.ts';
+import type { Failure, FormField } from '../lib/form-page.ts';
+import { orFormAgain, rejectInvalid } from '../lib/form-page.ts';
+import { HttpError, Redirect } from '../lib/http-error.ts';
+import { loanFormFields, readLoan } from '../lib/loan-input.ts';
+import { lend } from '../lib/loan-store.ts';
+import type { LoanRecord } from '../lib/loan-view.ts';
+import { findLoan, loanView } from '../lib/loan-view.ts';
+import type { Document, LinkFn, Outcome, ScriptRequest } from '../lib/script.ts';
 import { pageLinks, readId, readNonNegativeInteger } from '../lib/script.ts';
 
 const pageSize = 50;
@@ -26,13 +35,37 @@ export interface LoanList {
   previous: number | null;
   next: number | null;
   loans: Loan[];
+  /** The lend form and the return buttons, for a librarian with a session; null for everyone else. */
+  manage: { csrfToken: string; fields: FormField[]; message: string | null } | null;
 }
 
 export async function GET(req: ScriptRequest): Promise<Document<LoanList>> {
-  const { query, db } = req;
-  const uid = readId(query, 'uid');
-  const offset = readNonNegativeInteger(query, 'offset', 0);
+  const uid = readId(req.query, 'uid');
+  const offset = readNonNegativeInteger(req.query, 'offset', 0);
+  return loanList(req, { uid, offset, failure: null });
+}
 
+/** A librarian lends a work to this user: the work's id or URL and an optional due date. */
+export async function POST(req: ScriptRequest): Promise<Outcome> {
+  const uid = readId(req.query, 'uid');
+  const back = `/entlehnte/${uid}`;
+  return orFormAgain(req, async () => {
+    const { requester, body } = await beginChange(req, { back, bodyRequired: true });
+    if (requester.role !== 'librarian') throw librariansOnly('lend works', back);
+    if (!(await findAccount(req.db, uid))) throw new HttpError(404, `There is no user with the id ${uid}.`);
+    const { input, errors } = readLoan(body!, req.link(''));
+    rejectInvalid(errors, 'Nothing was lent');
+    await lend(req.db, { accountId: uid, ...input });
+    if (body?.type === 'form') return new Redirect(back, 303);
+    const loan = (await findLoan(req.db, uid, input.werkId)) as LoanRecord;
+    const path = `/entlehnte/${uid}/${input.werkId}`;
+    return { path, title: `${loan.werk.titel}, lent to ${loan.account.username}`, data: loan, status: 201, location: path, view: loanView, cacheControl: 'private, no-store' };
+  }, (failure) => loanList(req, { uid, offset: 0, failure }));
+}
+
+async function loanList(req: ScriptRequest, options: { uid: number; offset: number; failure: Failure | null }): Promise<Document<LoanList>> {
+  const { db } = req;
+  const { uid, offset, failure } = options;
   const requester = await req.identify();
   const back = `/entlehnte/${uid}`;
   if (!requester) {
@@ -65,8 +98,21 @@ export async function GET(req: ScriptRequest): Promise<Document<LoanList>> {
       account: { id: account.id, username: account.username, person: account.person },
       offset, size: pageSize, total, ...pageLinks(offset, pageSize, total),
       loans: loans.map(({ total: _total, ...loan }) => loan),
+      manage: await lendForm(req, requester, failure),
     },
+    ...(failure ? { status: failure.status } : {}),
   };
+}
+
+/** The lend form, filled with what was typed when a lending failed. */
+async function lendForm(req: ScriptRequest, requester: Identity, failure: Failure | null): Promise<LoanList['manage']> {
+  if (requester.role !== 'librarian' || requester.via !== 'session') {
+    // Only a librarian's page has the form to show a failed lending in.
+    if (failure) throw new HttpError(failure.status, failure.message, { login: `/entlehnte/${req.query.get('uid')}` });
+    return null;
+  }
+  const values = failure ? Object.fromEntries(failure.fields) : {};
+  return { csrfToken: await req.session.csrfToken(), fields: loanFormFields(values, failure?.errors ?? []), message: failure?.message ?? null };
 }
 
 async function countLoans({ db }: ScriptRequest, uid: number): Promise<number> {

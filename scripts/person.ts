@@ -1,66 +1,68 @@
 // One person with the links to their works: /person/<slug>, /person/<id>,
 // person.php?slug=<slug> and person.php?pid=<id>. Shapes exactly as SEED.md prescribes.
-import { HttpError } from '../lib/http-error.ts';
-import type { Document, LinkFn, ScriptRequest } from '../lib/script.ts';
-import { readId } from '../lib/script.ts';
+// PUT replaces the person's fields, DELETE removes the person with their works (CONTRACT 5).
+import { beginChange } from '../lib/change.ts';
+import type { Failure } from '../lib/form-page.ts';
+import { formDocument, orFormAgain, rejectInvalid } from '../lib/form-page.ts';
+import { NoContent, Redirect } from '../lib/http-error.ts';
+import type { PersonKey } from '../lib/person-key.ts';
+import { keyPath, personMiss, readPersonKey, resolvePerson } from '../lib/person-key.ts';
+import { editPersonPage, personValues } from '../lib/person-forms.ts';
+import { readPerson } from '../lib/person-input.ts';
+import { deletePerson, updatePerson } from '../lib/person-store.ts';
+import type { Person } from '../lib/person-view.ts';
+import { findPerson } from '../lib/person-view.ts';
+import type { Document, Outcome, ScriptRequest } from '../lib/script.ts';
 
-export interface Person {
-  id: number;
-  slug: string;
-  vorname: string;
-  nachname: string;
-  username: string;
-  image: string;
-  werke: { id: number; titel: string }[];
-}
-
-const slugPattern = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+export type { Person } from '../lib/person-view.ts';
+export { absolute, personJson as toJson, personXml as toXml } from '../lib/person-view.ts';
 
 export async function GET({ query, db }: ScriptRequest): Promise<Document<Person>> {
-  const slug = query.get('slug');
-  const pid = query.has('pid') ? readId(query, 'pid') : null;
-  if (slug === null && pid === null) {
-    throw new HttpError(400, 'person.php needs the parameter slug (e.g. slug=max-muster) or pid (e.g. pid=1).');
-  }
-  if (slug !== null && pid !== null) throw new HttpError(400, 'Give either slug or pid, not both.');
-  if (slug !== null && !slugPattern.test(slug)) throw new HttpError(404, `There is no person with the slug "${slug.slice(0, 60)}".`);
+  const key = readPersonKey(query);
+  // One query when the person is there; the history is read only after a miss.
+  const person = await findPerson(db, key);
+  if (!person) throw await personMiss(db, key, { method: 'GET' });
+  return personDocument(person);
+}
 
-  const [person] = await db.query<Person>(
-    `SELECT p.id, p.slug, p.vorname, p.nachname, p.username, p.image,
-            coalesce((SELECT json_agg(json_build_object('id', w.id, 'titel', w.titel) ORDER BY w.titel, w.id)
-                        FROM werk w WHERE w.person_id = p.id), '[]') AS werke
-       FROM person p
-      WHERE ${slug !== null ? 'p.slug = $1' : 'p.id = $1'}`,
-    [slug ?? pid],
-    { name: slug !== null ? 'person-by-slug' : 'person-by-id' },
-  );
-  if (!person) throw new HttpError(404, `There is no person ${slug !== null ? `with the slug "${slug}"` : `with the id ${pid}`}.`);
+export async function PUT(req: ScriptRequest): Promise<Outcome> {
+  const key = readPersonKey(req.query);
+  return orFormAgain(req, async () => {
+    const { requester, body } = await beginChange(req, { back: editPath(key), bodyRequired: true });
+    const current = await resolvePerson(req.db, key, { method: 'PUT' });
+    const { input, errors } = readPerson(body!, { creating: false, site: req.link('') });
+    rejectInvalid(errors, 'The person was not changed');
+    const slug = await updatePerson(req.db, { id: current.id, input, requester, back: editPath(key) });
+    if (body?.type === 'form') return new Redirect(`/person/${slug}`, 303);
+    return { ...personDocument((await findPerson(req.db, { id: current.id })) as Person), cacheControl: 'private, no-store' };
+  }, (failure) => formAgain(req, key, failure, failure.fields));
+}
 
+export async function DELETE(req: ScriptRequest): Promise<Outcome> {
+  const key = readPersonKey(req.query);
+  return orFormAgain(req, async () => {
+    const { requester, body } = await beginChange(req, { back: editPath(key), bodyRequired: false });
+    const current = await resolvePerson(req.db, key, { method: 'DELETE' });
+    await deletePerson(req.db, { id: current.id, requester, back: editPath(key) });
+    return body?.type === 'form' ? new Redirect('/personen', 303) : new NoContent();
+  }, async (failure) => {
+    // The delete button sends no fields: the form shows the person as stored.
+    const person = await findPerson(req.db, key);
+    return formAgain(req, key, failure, person ? personValues(person) : {});
+  });
+}
+
+function personDocument(person: Person): Document<Person> {
   return { path: `/person/${person.slug}`, title: `${person.vorname} ${person.nachname}`, data: person };
 }
 
-export function toJson(person: Person, link: LinkFn) {
-  return {
-    image: absolute(person.image, link),
-    vorname: person.vorname,
-    nachname: person.nachname,
-    werk: person.werke.map((w) => ({ titel: w.titel, url: link(`/werk/${w.id}`) })),
-  };
+function editPath(key: PersonKey): string {
+  return `${keyPath(key)}/bearbeiten`;
 }
 
-export function toXml(person: Person, link: LinkFn) {
-  return {
-    person: {
-      image: { '@_ref': absolute(person.image, link) },
-      vorname: person.vorname,
-      nachname: person.nachname,
-      username: person.username,
-      werke: { werk: person.werke.map((w) => ({ '@_ref': link(`/werk/${w.id}`), '#text': w.titel })) },
-    },
-  };
-}
-
-/** Pictures served by this site are stored as paths; XML and JSON carry absolute URLs. */
-export function absolute(url: string, link: LinkFn): string {
-  return url.startsWith('/') ? link(url) : url;
+function formAgain(req: ScriptRequest, key: PersonKey, failure: Failure, values: URLSearchParams | Record<string, string | null>) {
+  const typed = values instanceof URLSearchParams ? Object.fromEntries(values) : values;
+  const name = `${typed.vorname ?? ''} ${typed.nachname ?? ''}`.trim() || 'the person';
+  const page = editPersonPage(keyPath(key), name, { ...failure, values: typed });
+  return formDocument(page, { path: editPath(key), title: page.heading, template: 'person-bearbeiten', status: failure.status });
 }

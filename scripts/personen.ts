@@ -1,6 +1,14 @@
 // The person list: /personen and personen.php, 50 a page, with the total and the
-// neighbouring pages (offset, 0-based).
-import type { Document, LinkFn, ScriptRequest } from '../lib/script.ts';
+// neighbouring pages (offset, 0-based). A librarian POSTs here to create a person.
+import { beginChange, librariansOnly } from '../lib/change.ts';
+import { formDocument, orFormAgain, rejectInvalid } from '../lib/form-page.ts';
+import { Redirect } from '../lib/http-error.ts';
+import { newPersonPage } from '../lib/person-forms.ts';
+import { readPerson } from '../lib/person-input.ts';
+import { insertPerson } from '../lib/person-store.ts';
+import type { Person } from '../lib/person-view.ts';
+import { findPerson, personView } from '../lib/person-view.ts';
+import type { Document, LinkFn, Outcome, ScriptRequest } from '../lib/script.ts';
 import { pageLinks, readNonNegativeInteger } from '../lib/script.ts';
 
 export interface PersonList {
@@ -36,6 +44,26 @@ export async function GET({ query, db, remember }: ScriptRequest): Promise<Docum
     title: offset === 0 ? 'Persons' : `Persons from ${offset + 1}`,
     data: { total, offset, size: pageSize, ...pageLinks(offset, pageSize, total), personen },
   };
+}
+
+/** Creates a person: 201 with Location /person/<id> (SEED.md: the new path ends in an id). */
+export async function POST(req: ScriptRequest): Promise<Outcome> {
+  return orFormAgain(req, async () => {
+    const { requester, body } = await beginChange(req, { back: '/personen/neu', bodyRequired: true });
+    if (requester.role !== 'librarian') throw librariansOnly('create persons', '/personen/neu');
+    const { input, errors } = readPerson(body!, { creating: true, site: req.link('') });
+    rejectInvalid(errors, 'The person was not created');
+    const { id, slug } = await insertPerson(req.db, { ...input, username: input.username as string });
+    if (body?.type === 'form') return new Redirect(`/person/${slug}`, 303);
+    const person = (await findPerson(req.db, { id })) as Person;
+    return {
+      path: `/person/${slug}`, title: `${person.vorname} ${person.nachname}`, data: person,
+      status: 201, location: `/person/${id}`, view: personView, cacheControl: 'private, no-store',
+    };
+  }, (failure) => {
+    const page = newPersonPage({ ...failure, values: Object.fromEntries(failure.fields) });
+    return formDocument(page, { path: '/personen/neu', title: page.heading, template: 'person-neu', status: failure.status });
+  });
 }
 
 export function pagePath(offset: number): string {

@@ -490,7 +490,10 @@ describe('loadRules', () => {
 });
 
 describe('rewrite-rules.json (CONTRACT.md section 1)', () => {
-  const scriptNames = new Set(['index', 'personen', 'person', 'werk', 'search', 'entlehnte', 'login', 'logout']);
+  const scriptNames = new Set([
+    'index', 'personen', 'person', 'werk', 'search', 'entlehnte', 'login', 'logout',
+    'person-neu', 'person-bearbeiten', 'person-werke', 'werk-neu', 'werk-bearbeiten', 'entlehnung',
+  ]);
   const tableFile = fileURLToPath(new URL('../rewrite-rules.json', import.meta.url));
   const loaded = loadRules(tableFile, { scriptExists: (name) => scriptNames.has(name) });
 
@@ -509,6 +512,17 @@ describe('rewrite-rules.json (CONTRACT.md section 1)', () => {
     ['/entlehnte/abc', { kind: 'pass', path: '/entlehnte/abc', query: '', rule: null }],
     ['/login?back=/entlehnte/3', { kind: 'pass', path: '/login.php', query: 'back=/entlehnte/3', rule: 10 }],
     ['/logout', { kind: 'pass', path: '/logout.php', query: '', rule: 11 }],
+    ['/personen/neu', { kind: 'pass', path: '/person-neu.php', query: '', rule: 12 }],
+    ['/person/7/bearbeiten', { kind: 'pass', path: '/person-bearbeiten.php', query: 'pid=7', rule: 13 }],
+    ['/person/max-muster/bearbeiten', { kind: 'pass', path: '/person-bearbeiten.php', query: 'slug=max-muster', rule: 14 }],
+    ['/person/7/werke', { kind: 'pass', path: '/person-werke.php', query: 'pid=7', rule: 15 }],
+    ['/person/max-muster/werke', { kind: 'pass', path: '/person-werke.php', query: 'slug=max-muster', rule: 16 }],
+    ['/person/7/werke/neu', { kind: 'pass', path: '/werk-neu.php', query: 'pid=7', rule: 17 }],
+    ['/person/max-muster/werke/neu', { kind: 'pass', path: '/werk-neu.php', query: 'slug=max-muster', rule: 18 }],
+    ['/werk/7/bearbeiten', { kind: 'pass', path: '/werk-bearbeiten.php', query: 'id=7', rule: 19 }],
+    ['/entlehnte/3/14', { kind: 'pass', path: '/entlehnung.php', query: 'uid=3&wid=14', rule: 20 }],
+    ['/person/max-muster/werke/7', { kind: 'pass', path: '/person/max-muster/werke/7', query: '', rule: null }],
+    ['/entlehnte/3/abc', { kind: 'pass', path: '/entlehnte/3/abc', query: '', rule: null }],
     ['/personen/', { kind: 'redirect', status: 301, location: '/personen', rule: 1 }],
     ['/personen/?offset=50', { kind: 'redirect', status: 301, location: '/personen?offset=50', rule: 1 }],
     ['/.env', { kind: 'forbidden', rule: 0 }],

@@ -1,0 +1,65 @@
+// Writing works, each change in one transaction, with the same rule as persons: the owner of
+// the person or a librarian, checked on the locked row; a deleted work's path answers 410.
+import type { Identity } from './auth.ts';
+import { mayChangePerson, notYours } from './change.ts';
+import type { Db, Queryable } from './db.ts';
+import { buryWerk } from './history.ts';
+import { HttpError } from './http-error.ts';
+import type { WerkInput } from './werk-input.ts';
+
+export interface WerkChange {
+  requester: Identity;
+  /** Where a login should lead back to. */
+  back: string;
+}
+
+/** Adds a work to a person; returns its id. */
+export async function insertWerk(db: Db, change: WerkChange & { personId: number; input: WerkInput }): Promise<number> {
+  return db.transaction(async (tx) => {
+    const [person] = await tx.query<{ name: string }>(`SELECT vorname || ' ' || nachname AS name FROM person WHERE id = $1 FOR SHARE`, [change.personId]);
+    if (!person) throw new HttpError(404, 'The person was deleted a moment ago.');
+    if (!(await mayChangePerson(tx, change.requester, change.personId))) throw notYours(`the works of ${person.name}`, change.back);
+    const { titel, jahr, art, beschreibung } = change.input;
+    const [row] = await tx.query<{ id: number }>(
+      'INSERT INTO werk (person_id, titel, jahr, art, beschreibung) VALUES ($1, $2, $3, $4, $5) RETURNING id',
+      [change.personId, titel, jahr, art, beschreibung],
+    );
+    return (row as { id: number }).id;
+  });
+}
+
+export async function updateWerk(db: Db, change: WerkChange & { id: number; input: WerkInput }): Promise<void> {
+  await db.transaction(async (tx) => {
+    await lockOwnWerk(tx, change.id, change);
+    const { titel, jahr, art, beschreibung } = change.input;
+    await tx.query(
+      'UPDATE werk SET titel = $2, jahr = $3, art = $4, beschreibung = $5, updated_at = now() WHERE id = $1',
+      [change.id, titel, jahr, art, beschreibung],
+    );
+  });
+}
+
+/** Deletes a work; 409 while it is on loan. Returns the slug of its person. */
+export async function deleteWerk(db: Db, change: WerkChange & { id: number }): Promise<string> {
+  return db.transaction(async (tx) => {
+    const werk = await lockOwnWerk(tx, change.id, change);
+    const [loan] = await tx.query<{ username: string }>(
+      'SELECT a.username FROM loan l JOIN account a ON a.id = l.account_id WHERE l.werk_id = $1 AND l.returned_at IS NULL',
+      [change.id],
+    );
+    if (loan) throw new HttpError(409, `The work was not deleted: it is on loan to ${loan.username}; a librarian records the return first.`);
+    await buryWerk(tx, change.id);
+    await tx.query('DELETE FROM werk WHERE id = $1', [change.id]);
+    return werk.slug;
+  });
+}
+
+async function lockOwnWerk(tx: Queryable, id: number, change: WerkChange): Promise<{ personId: number; slug: string; titel: string }> {
+  const [werk] = await tx.query<{ personId: number; slug: string; titel: string }>(
+    'SELECT w.person_id AS "personId", p.slug, w.titel FROM werk w JOIN person p ON p.id = w.person_id WHERE w.id = $1 FOR UPDATE OF w',
+    [id],
+  );
+  if (!werk) throw new HttpError(404, 'The work was deleted a moment ago.');
+  if (!(await mayChangePerson(tx, change.requester, werk.personId))) throw notYours(`"${werk.titel}"`, change.back);
+  return werk;
+}
