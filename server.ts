@@ -7,10 +7,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import createDebug from 'debug';
+import type { AccessEntry } from './lib/access-log.ts';
 import { formatAccessLine } from './lib/access-log.ts';
 import { handleSignals, runPrimary, runsWorkers } from './lib/cluster.ts';
 import { RequestAuth } from './lib/auth.ts';
-import { readBody } from './lib/body.ts';
+import { maxBodyBytes, readBody } from './lib/body.ts';
 import type { Config } from './lib/config.ts';
 import { readConfig } from './lib/config.ts';
 import type { Db } from './lib/db.ts';
@@ -18,6 +19,7 @@ import { DbUnavailableError, openPglite, openPostgres } from './lib/db.ts';
 import { renderErrorPage } from './lib/display-errors.ts';
 import { formatAuthFailure, formatErrorLine } from './lib/error-log.ts';
 import { HttpError, Redirect } from './lib/http-error.ts';
+import { createHttpServer } from './lib/http-server.ts';
 import { LogFile } from './lib/log-file.ts';
 import { loadDemoData, migrate } from './lib/migrate.ts';
 import type { Format } from './lib/negotiate.ts';
@@ -42,6 +44,8 @@ export interface App {
   config: Config;
   db: Db;
   handle: (req: IncomingMessage, res: ServerResponse) => void;
+  /** Access-log line for a request the HTTP parser refused before it reached handle. */
+  logAccess: (entry: AccessEntry) => void;
   /** Error-log line for a problem outside any request (start-up, database pool). */
   logError: (message: string, level?: 'error' | 'warn' | 'notice') => void;
   reopenLogs: () => void;
@@ -82,6 +86,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     const { req } = ex;
     // 1. Parse the request target.
     const target = parseTarget(req.url ?? '/');
+    refuseLargeBody(req);
     const origin = originOf(req, config);
     const link = (p: string) => origin + basePath + p;
     traceRequest('%s %s', req.method, req.url);
@@ -315,6 +320,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
 
   return {
     config, db, handle, logError,
+    logAccess: (entry) => accessLog.write(formatAccessLine(entry)),
     reopenLogs: () => { accessLog.reopen(); errorLog.reopen(); },
     close: async () => {
       clearInterval(sweep);
@@ -363,6 +369,13 @@ function parseTarget(url: string): Target {
   // A NUL or a climb out of the root never names a document (CONTRACT 1: 404, never a file read).
   if (path.includes('\0') || path.split('/').includes('..')) throw new HttpError(404, 'There is no document at this address.');
   return { path, query: mark === -1 ? '' : url.slice(mark + 1) };
+}
+
+/** A body declared larger than any script reads is refused before a byte of it is read. */
+function refuseLargeBody(req: IncomingMessage): void {
+  if (Number(req.headers['content-length'] ?? 0) > maxBodyBytes) {
+    throw new HttpError(413, `The request body is larger than ${maxBodyBytes / 1024 / 1024} MiB.`, { headers: { connection: 'close' } });
+  }
 }
 
 /** Origin for absolute links: BASE_URL, or the Host header when it is allowed (CONTRACT 2). */
@@ -424,6 +437,7 @@ async function openDatabase(config: Config, logError: App['logError']): Promise<
     return openPostgres({
       connectionString: config.databaseUrl,
       statementTimeoutMs: config.statementTimeoutMs,
+      connectTimeoutMs: config.dbConnectTimeoutMs,
       onError: (err) => logError(`database connection error: ${err.message}`),
     });
   }
@@ -434,7 +448,7 @@ async function openDatabase(config: Config, logError: App['logError']): Promise<
 export async function startServer(config: Config): Promise<http.Server> {
   checkConcurrency(config);
   const app = await createApp(config);
-  const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 }, app.handle);
+  const server = createHttpServer(app);
   handleSignals(server, app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

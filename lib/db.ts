@@ -28,6 +28,8 @@ export class DbUnavailableError extends Error {
 export interface PostgresOptions {
   connectionString: string;
   statementTimeoutMs: number;
+  /** How long a query waits for a connection (a new one, or a free one of the pool) before 503. */
+  connectTimeoutMs?: number;
   maxConnections?: number;
   onError?: (err: Error) => void;
 }
@@ -36,9 +38,12 @@ export function openPostgres(options: PostgresOptions): Db {
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.maxConnections ?? 10,
-    connectionTimeoutMillis: 5000,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
     idleTimeoutMillis: 30_000,
     statement_timeout: options.statementTimeoutMs,
+    // The server enforces statement_timeout only while it runs; a server that hangs (stopped,
+    // unreachable) is given up on here, so no request waits longer than the statement would.
+    query_timeout: options.statementTimeoutMs + 1000,
     idle_in_transaction_session_timeout: options.statementTimeoutMs * 2,
     application_name: 'portfolio',
   });
@@ -121,7 +126,7 @@ function classifyError(err: unknown): unknown {
   if (code && (unavailableCodes.has(code) || unavailableSqlStates.has(code))) {
     return new DbUnavailableError(`database unavailable: ${err.message}`, { cause: err });
   }
-  if (/timeout exceeded when trying to connect|Connection terminated/i.test(err.message)) {
+  if (/timeout exceeded when trying to connect|Connection terminated|Query read timeout|not queryable|Client was closed/i.test(err.message)) {
     return new DbUnavailableError(`database unavailable: ${err.message}`, { cause: err });
   }
   return err;
