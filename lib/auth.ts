@@ -136,10 +136,9 @@ export class RequestAuth {
 
   private async startSession(account: Account): Promise<void> {
     const state = await this.read();
-    if (state.session) await this.options.sessions.destroy(state.session.token);
     // Expired rows go at every login, besides the periodic sweep.
     await this.options.sessions.deleteExpired();
-    const session = await this.options.sessions.create(account);
+    const session = await this.options.sessions.replace(state.session?.token ?? null, account);
     this.cookies.length = 0;
     this.cookies.push(formatSessionCookie(session.token, this.options.cookie));
     this.state = Promise.resolve({ identity: { ...account, via: 'session' }, session, expired: false });
