@@ -91,7 +91,7 @@ function postInit(fields: Record<string, string>, cookie: string): RequestInit {
 function startLoad(): { outcomes: Outcome[]; stop: () => Promise<void> } {
   const outcomes: Outcome[] = [];
   let running = true;
-  const record = (o: Outcome) => outcomes.push({ ...o, body: o.body.slice(0, 2000) });
+  const record = (o: Outcome) => { outcomes.push({ ...o, body: o.body.slice(0, 2000) }); };
   const loop = async (step: (i: number) => Promise<void>) => {
     for (let i = 0; running && i < 100_000; i++) await step(i);
   };
