@@ -21,6 +21,7 @@ import { formatAuthFailure, formatErrorLine } from './lib/error-log.ts';
 import { HttpError, Redirect } from './lib/http-error.ts';
 import { createHttpServer } from './lib/http-server.ts';
 import { LogFile } from './lib/log-file.ts';
+import { LoginThrottle } from './lib/login-throttle.ts';
 import { loadDemoData, migrate } from './lib/migrate.ts';
 import type { Format } from './lib/negotiate.ts';
 import { mediaTypes, negotiateErrorFormat, negotiateFormat, takeSuffix } from './lib/negotiate.ts';
@@ -77,8 +78,10 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const proxy = createProxy({ timeoutMs: config.proxyTimeoutMs });
   const basePath = config.baseUrl ? new URL(config.baseUrl).pathname.replace(/\/$/, '') : '';
   const sessions = new SessionStore(db, { idleMinutes: config.sessionIdleMinutes, maxHours: config.sessionMaxHours });
+  const throttle = new LoginThrottle({ db });
   const sweep = setInterval(() => {
     sessions.deleteExpired().catch((err: unknown) => logError(`deleting expired sessions failed: ${(err as Error).message}`));
+    throttle.deleteExpired().catch((err: unknown) => logError(`deleting old login counts failed: ${(err as Error).message}`));
   }, sessionSweepMs).unref();
 
   // Steps 1–8 of every request; one catch turns any failure into its response.
@@ -220,6 +223,9 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     return new RequestAuth({
       req, db, sessions,
       cookie: { path: basePath + '/', secure: isSecure(req, config) },
+      gate: throttle.gate(clientAddress(req), (message) => errorLog.write(formatErrorLine({
+        time: new Date(), level: 'error', pid: process.pid, client: clientPort(req), message,
+      }))),
       onFailure: (user, reason) => errorLog.write(formatAuthFailure({
         time: new Date(), pid: process.pid, client: clientPort(req), user, uri, reason,
         ...(req.headers.referer ? { referer: req.headers.referer } : {}),
