@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import type { TestServer } from './helpers.ts';
-import { openTestDb, rawRequest, startTestServer, waitFor } from './helpers.ts';
+import { openTestDb, rawRequest, readJson, startTestServer, waitFor } from './helpers.ts';
 import type { TestDb } from './helpers.ts';
 import { basic, cookieOf, demo, logInAs, openLoginForm, postForm } from './login-helpers.ts';
 
@@ -111,7 +111,7 @@ describe('repeated failed logins', () => {
     // Basic credentials are the same door.
     const viaBasic = await fetch(`${server.origin}/entlehnte/2.json`, { headers: { authorization: basic('mmuster', demo.mmuster.password) } });
     assert.equal(viaBasic.status, 429);
-    assert.equal((await viaBasic.json()).detail, 'Too many failed logins for this account; try again in 15 minutes.');
+    assert.equal((await readJson(viaBasic)).detail, 'Too many failed logins for this account; try again in 15 minutes.');
     const log = await waitFor(server.errorLog, (text) => text.includes('refused for'));
     assert.match(log, /\[app:error\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] login for user mmuster refused for \d+ s: 1[0-9] failed logins for user mmuster within 900 s/);
     // Every failure is also in fail2ban's words.
