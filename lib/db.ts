@@ -3,6 +3,7 @@
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import { HttpError } from './http-error.ts';
 
 export type Row = Record<string, unknown>;
 
@@ -104,14 +105,19 @@ export async function openPglite(options: PgliteOptions): Promise<Db> {
   // PGlite runs one connection; its own transaction() queues other queries until it ends.
   return {
     kind: 'pglite',
-    query: async <R>(sql: string, params?: readonly unknown[]) =>
-      (await lite.query<R>(sql, params as unknown[] | undefined)).rows,
+    query: async <R>(sql: string, params?: readonly unknown[]) => {
+      try {
+        return (await lite.query<R>(sql, params as unknown[] | undefined)).rows;
+      } catch (err) {
+        throw classifyError(err);
+      }
+    },
     exec: async (sql) => { await lite.exec(sql); },
     transaction: (fn) => lite.transaction((tx) => fn({
       query: async <R>(sql: string, params?: readonly unknown[]) =>
         (await tx.query<R>(sql, params as unknown[] | undefined)).rows,
       exec: async (sql) => { await tx.exec(sql); },
-    })),
+    })).catch((err: unknown) => { throw classifyError(err); }),
     close: () => lite.close(),
   };
 }
@@ -120,9 +126,16 @@ export async function openPglite(options: PgliteOptions): Promise<Db> {
 const unavailableCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
 const unavailableSqlStates = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08003', '08006', '08001', '08004']);
 
+// Text PostgreSQL cannot hold, such as a NUL byte in a search term or a user name: only a
+// request can bring it (SQLSTATE 22021, 22P05), so it is the request's fault, not a 500.
+const badTextSqlStates = new Set(['22021', '22P05']);
+
 function classifyError(err: unknown): unknown {
   if (!(err instanceof Error)) return err;
   const code = (err as { code?: string }).code;
+  if (code && badTextSqlStates.has(code)) {
+    return new HttpError(400, 'The request contains a character that cannot be stored or searched, such as a NUL byte; remove it and try again.', { cause: err });
+  }
   if (code && (unavailableCodes.has(code) || unavailableSqlStates.has(code))) {
     return new DbUnavailableError(`database unavailable: ${err.message}`, { cause: err });
   }

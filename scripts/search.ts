@@ -158,7 +158,9 @@ function buildSearch(conditions: readonly Condition[], scope: string): { sql: st
     const byName = matchSql(nameSql, c.match, param);
     const byTitle = matchSql('w.titel', c.match, param);
     const byCreator = `w.person_id = ANY (ARRAY(SELECT p.id FROM person p WHERE ${byName}))`;
-    personWhere.push(c.field === 'title' ? 'false' : byName);
+    // A title never matches a person. The term is never NULL, so this is false, and it gives the
+    // parameter its type when no other part uses it (search_scope=personen), which PostgreSQL needs.
+    personWhere.push(c.field === 'title' ? `${param}::text IS NULL` : byName);
     werkWhere.push(c.field === 'title' ? byTitle : c.field === 'creator' ? byCreator : `(${byTitle} OR ${byCreator})`);
   });
   const parts: string[] = [];
