@@ -3,6 +3,7 @@
 // Requests the parser refuses (slow, oversized, malformed) are answered and logged as Apache does.
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import net from 'node:net';
 import type { Socket } from 'node:net';
 import type { AccessEntry } from './access-log.ts';
 
@@ -53,6 +54,17 @@ export function createHttpServer(app: Served, limits: Partial<ServerLimits> = {}
     answerClientError(err, socket, app.logAccess);
   });
   return server;
+}
+
+/**
+ * Stops accepting connections without cutting a keep-alive connection between two requests:
+ * its next request is still answered, with `Connection: close`, and a connection that stays idle
+ * ends after keepAliveTimeout. http.Server's own close() drops idle connections at once, and a
+ * client that is just sending its next request on one sees ECONNRESET (test/robustness/graceful-stop.test.ts).
+ * onClosed runs once the last connection has ended.
+ */
+export function stopAccepting(server: http.Server, onClosed: () => void): void {
+  net.Server.prototype.close.call(server, () => onClosed());
 }
 
 /**
