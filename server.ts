@@ -89,7 +89,6 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     const { req } = ex;
     // 1. Parse the request target.
     const target = parseTarget(req.url ?? '/');
-    refuseLargeBody(req);
     const origin = originOf(req, config);
     const link = (p: string) => origin + basePath + p;
     traceRequest('%s %s', req.method, req.url);
@@ -117,7 +116,8 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
         throw new Error(`The rewrite rules redirected ${target.path} internally more than 10 times (rule ${rewritten.rule + 1} last); end the loop with a condition or the END flag.`);
     }
 
-    // 4. Pick the script, or a file from public/.
+    // 4. Pick the script, or a file from public/. A proxied upload may be larger; these never are.
+    refuseLargeBody(req);
     const name = scriptPath.exec(rewritten.path)?.[1];
     if (name === undefined || !scripts.exists(name)) {
       const file = files.find(rewritten.rule === null ? target.path : rewritten.path);
