@@ -7,10 +7,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import createDebug from 'debug';
+import type { AccessEntry } from './lib/access-log.ts';
 import { formatAccessLine } from './lib/access-log.ts';
 import { handleSignals, runPrimary, runsWorkers } from './lib/cluster.ts';
 import { RequestAuth } from './lib/auth.ts';
-import { createBodyReader } from './lib/body.ts';
+import { createBodyReader, maxBodyBytes } from './lib/body.ts';
 import type { Config } from './lib/config.ts';
 import { readConfig } from './lib/config.ts';
 import type { Db } from './lib/db.ts';
@@ -18,7 +19,9 @@ import { DbUnavailableError, openPglite, openPostgres } from './lib/db.ts';
 import { renderErrorPage } from './lib/display-errors.ts';
 import { formatAuthFailure, formatErrorLine } from './lib/error-log.ts';
 import { HttpError, NoContent, Redirect } from './lib/http-error.ts';
+import { createHttpServer } from './lib/http-server.ts';
 import { LogFile } from './lib/log-file.ts';
+import { LoginThrottle } from './lib/login-throttle.ts';
 import { effectiveMethod } from './lib/method-override.ts';
 import { loadDemoData, migrate } from './lib/migrate.ts';
 import type { Format } from './lib/negotiate.ts';
@@ -44,6 +47,8 @@ export interface App {
   config: Config;
   db: Db;
   handle: (req: IncomingMessage, res: ServerResponse) => void;
+  /** Access-log line for a request the HTTP parser refused before it reached handle. */
+  logAccess: (entry: AccessEntry) => void;
   /** Error-log line for a problem outside any request (start-up, database pool). */
   logError: (message: string, level?: 'error' | 'warn' | 'notice') => void;
   reopenLogs: () => void;
@@ -77,8 +82,10 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const results = new ResultCache(db);
   const basePath = config.baseUrl ? new URL(config.baseUrl).pathname.replace(/\/$/, '') : '';
   const sessions = new SessionStore(db, { idleMinutes: config.sessionIdleMinutes, maxHours: config.sessionMaxHours });
+  const throttle = new LoginThrottle({ db });
   const sweep = setInterval(() => {
     sessions.deleteExpired().catch((err: unknown) => logError(`deleting expired sessions failed: ${(err as Error).message}`));
+    throttle.deleteExpired().catch((err: unknown) => logError(`deleting old login counts failed: ${(err as Error).message}`));
   }, sessionSweepMs).unref();
 
   // Steps 1–8 of every request; one catch turns any failure into its response.
@@ -113,7 +120,8 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
         throw new Error(`The rewrite rules redirected ${target.path} internally more than 10 times (rule ${rewritten.rule + 1} last); end the loop with a condition or the END flag.`);
     }
 
-    // 4. Pick the script, or a file from public/.
+    // 4. Pick the script, or a file from public/. A proxied upload may be larger; these never are.
+    refuseLargeBody(req);
     const name = scriptPath.exec(rewritten.path)?.[1];
     if (name === undefined || !scripts.exists(name)) {
       const file = files.find(rewritten.rule === null ? target.path : rewritten.path);
@@ -229,6 +237,9 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     return new RequestAuth({
       req, db, sessions,
       cookie: { path: basePath + '/', secure: isSecure(req, config) },
+      gate: throttle.gate(clientAddress(req), (message) => errorLog.write(formatErrorLine({
+        time: new Date(), level: 'error', pid: process.pid, client: clientPort(req), message,
+      }))),
       onFailure: (user, reason) => errorLog.write(formatAuthFailure({
         time: new Date(), pid: process.pid, client: clientPort(req), user, uri, reason,
         ...(req.headers.referer ? { referer: req.headers.referer } : {}),
@@ -334,6 +345,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
 
   return {
     config, db, handle, logError,
+    logAccess: (entry) => accessLog.write(formatAccessLine(entry)),
     reopenLogs: () => { accessLog.reopen(); errorLog.reopen(); },
     close: async () => {
       clearInterval(sweep);
@@ -382,6 +394,13 @@ function parseTarget(url: string): Target {
   // A NUL or a climb out of the root never names a document (CONTRACT 1: 404, never a file read).
   if (path.includes('\0') || path.split('/').includes('..')) throw new HttpError(404, 'There is no document at this address.');
   return { path, query: mark === -1 ? '' : url.slice(mark + 1) };
+}
+
+/** A body declared larger than any script reads is refused before a byte of it is read. */
+function refuseLargeBody(req: IncomingMessage): void {
+  if (Number(req.headers['content-length'] ?? 0) > maxBodyBytes) {
+    throw new HttpError(413, `The request body is larger than ${maxBodyBytes / 1024 / 1024} MiB.`, { headers: { connection: 'close' } });
+  }
 }
 
 /** Origin for absolute links: BASE_URL, or the Host header when it is allowed (CONTRACT 2). */
@@ -449,6 +468,7 @@ async function openDatabase(config: Config, logError: App['logError']): Promise<
     return openPostgres({
       connectionString: config.databaseUrl,
       statementTimeoutMs: config.statementTimeoutMs,
+      connectTimeoutMs: config.dbConnectTimeoutMs,
       onError: (err) => logError(`database connection error: ${err.message}`),
     });
   }
@@ -459,7 +479,7 @@ async function openDatabase(config: Config, logError: App['logError']): Promise<
 export async function startServer(config: Config): Promise<http.Server> {
   checkConcurrency(config);
   const app = await createApp(config);
-  const server = http.createServer({ headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 }, app.handle);
+  const server = createHttpServer(app);
   handleSignals(server, app);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -12,6 +12,8 @@ export interface AccessEntry {
   target: string;
   /** '1.1', as in `req.httpVersion`. */
   httpVersion: string;
+  /** The request line as received, for a request the parser refused; replaces method, target and version. */
+  requestLine?: string;
   status: number;
   /** Body bytes sent; 0 is written as `-`, like `%b`. */
   bytes: number;
@@ -24,7 +26,7 @@ export const monthNames = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug
 /** `%h %l %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i"`, without the newline. */
 export function formatAccessLine(entry: AccessEntry): string {
   const user = entry.user ? escapeLogItem(encodeUtf8(entry.user)) : '-';
-  const requestLine = `${entry.method} ${entry.target} HTTP/${entry.httpVersion}`;
+  const requestLine = entry.requestLine ?? `${entry.method} ${entry.target} HTTP/${entry.httpVersion}`;
   return `${escapeLogItem(entry.remoteAddr)} - ${user} [${formatAccessTime(entry.time)}] ` +
     `"${escapeLogItem(requestLine)}" ${entry.status} ${entry.bytes > 0 ? entry.bytes : '-'} ` +
     `"${formatHeader(entry.referer)}" "${formatHeader(entry.userAgent)}"`;

@@ -7,6 +7,7 @@ import type { Account } from './accounts.ts';
 import { checkCredentials } from './accounts.ts';
 import type { Db } from './db.ts';
 import { HttpError } from './http-error.ts';
+import type { LoginGate } from './login-throttle.ts';
 import type { CookieOptions, LiveSession, SessionStore } from './session.ts';
 import { csrfMatches, formatClearedCookie, formatSessionCookie, sessionCookie } from './session.ts';
 
@@ -47,6 +48,8 @@ export interface AuthOptions {
   cookie: CookieOptions;
   /** Writes the error-log line fail2ban counts. */
   onFailure: (user: string, reason: FailureReason) => void;
+  /** Counts the attempts of this client (lib/login-throttle.ts); 429 when there were too many. */
+  gate?: LoginGate;
 }
 
 interface State {
@@ -84,8 +87,12 @@ export class RequestAuth {
   /** Checks a login; a failure is logged for fail2ban and answers null, whatever its reason. */
   async authenticate(username: string, password: string): Promise<Account | null> {
     this.used = true;
+    await this.options.gate?.begin(username);
     const check = await checkCredentials(this.options.db, username, password);
-    if (check.ok) return check.account;
+    if (check.ok) {
+      await this.options.gate?.succeed(username);
+      return check.account;
+    }
     this.options.onFailure(username.slice(0, 100), check.reason);
     return null;
   }
@@ -136,10 +143,9 @@ export class RequestAuth {
 
   private async startSession(account: Account): Promise<void> {
     const state = await this.read();
-    if (state.session) await this.options.sessions.destroy(state.session.token);
     // Expired rows go at every login, besides the periodic sweep.
     await this.options.sessions.deleteExpired();
-    const session = await this.options.sessions.create(account);
+    const session = await this.options.sessions.replace(state.session?.token ?? null, account);
     this.cookies.length = 0;
     this.cookies.push(formatSessionCookie(session.token, this.options.cookie));
     this.state = Promise.resolve({ identity: { ...account, via: 'session' }, session, expired: false });

@@ -5,6 +5,7 @@ import cluster, { type Worker } from 'node:cluster';
 import type http from 'node:http';
 import type { Config } from './config.ts';
 import { formatErrorLine } from './error-log.ts';
+import { stopAccepting } from './http-server.ts';
 import { LogFile } from './log-file.ts';
 
 /** How long requests in flight may take to finish after SIGTERM before their connections are cut. */
@@ -26,10 +27,8 @@ export function handleSignals(server: http.Server, app: Stoppable): void {
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    server.close(() => void app.close().finally(() => process.exit(0)));
-    // A keep-alive connection closes as soon as it is idle, so a busy one closes after its response.
-    server.closeIdleConnections();
-    setInterval(() => server.closeIdleConnections(), 100).unref();
+    // Every connection ends after its next answer (Connection: close) or its keep-alive time-out.
+    stopAccepting(server, () => void app.close().finally(() => process.exit(0)));
     setTimeout(() => server.closeAllConnections(), graceMs).unref();
     setTimeout(() => process.exit(0), graceMs + 5000).unref();
   };

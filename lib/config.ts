@@ -28,6 +28,8 @@ export interface Config {
   webConcurrency: number;
   /** Milliseconds a database statement may run before it is cancelled. */
   statementTimeoutMs: number;
+  /** Milliseconds a request waits for a database connection before it is answered 503. */
+  dbConnectTimeoutMs: number;
   /** Milliseconds an upstream of a P rule may stay silent before the client gets 504. */
   proxyTimeoutMs: number;
 }
@@ -64,6 +66,7 @@ export function readConfig(env: Env = process.env): Config {
     sessionMaxHours: readInteger(env, 'SESSION_MAX_HOURS', 12, 1, 30 * 24),
     webConcurrency: readInteger(env, 'WEB_CONCURRENCY', 1, 1, 64),
     statementTimeoutMs: readInteger(env, 'STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
+    dbConnectTimeoutMs: readInteger(env, 'DB_CONNECT_TIMEOUT_MS', 3000, 100, 60_000),
     proxyTimeoutMs: readInteger(env, 'PROXY_TIMEOUT_MS', 30_000, 100, 600_000),
   };
 }

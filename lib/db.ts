@@ -1,6 +1,7 @@
 // One small database interface over node-postgres (pg.Pool) and the embedded PGlite,
 // so scripts and tests run the same SQL against either backend.
 import pg from 'pg';
+import { HttpError } from './http-error.ts';
 
 export type Row = Record<string, unknown>;
 
@@ -36,6 +37,8 @@ export class DbUnavailableError extends Error {
 export interface PostgresOptions {
   connectionString: string;
   statementTimeoutMs: number;
+  /** How long a query waits for a connection (a new one, or a free one of the pool) before 503. */
+  connectTimeoutMs?: number;
   maxConnections?: number;
   onError?: (err: Error) => void;
 }
@@ -44,9 +47,12 @@ export function openPostgres(options: PostgresOptions): Db {
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.maxConnections ?? 10,
-    connectionTimeoutMillis: 5000,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
     idleTimeoutMillis: 30_000,
     statement_timeout: options.statementTimeoutMs,
+    // The server enforces statement_timeout only while it runs; a server that hangs (stopped,
+    // unreachable) is given up on here, so no request waits longer than the statement would.
+    query_timeout: options.statementTimeoutMs + 1000,
     idle_in_transaction_session_timeout: options.statementTimeoutMs * 2,
     application_name: 'portfolio',
   });
@@ -113,14 +119,19 @@ export async function openPglite(options: PgliteOptions): Promise<Db> {
   // PGlite runs one connection; its own transaction() queues other queries until it ends.
   return {
     kind: 'pglite',
-    query: async <R>(sql: string, params?: readonly unknown[]) =>
-      (await lite.query<R>(sql, params as unknown[] | undefined)).rows,
+    query: async <R>(sql: string, params?: readonly unknown[]) => {
+      try {
+        return (await lite.query<R>(sql, params as unknown[] | undefined)).rows;
+      } catch (err) {
+        throw classifyError(err);
+      }
+    },
     exec: async (sql) => { await lite.exec(sql); },
     transaction: (fn) => lite.transaction((tx) => fn({
       query: async <R>(sql: string, params?: readonly unknown[]) =>
         (await tx.query<R>(sql, params as unknown[] | undefined)).rows,
       exec: async (sql) => { await tx.exec(sql); },
-    })),
+    })).catch((err: unknown) => { throw classifyError(err); }),
     close: () => lite.close(),
   };
 }
@@ -134,13 +145,20 @@ function toConfig(text: string, params: readonly unknown[] | undefined, options:
 const unavailableCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
 const unavailableSqlStates = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08003', '08006', '08001', '08004']);
 
+// Text PostgreSQL cannot hold, such as a NUL byte in a search term or a user name: only a
+// request can bring it (SQLSTATE 22021, 22P05), so it is the request's fault, not a 500.
+const badTextSqlStates = new Set(['22021', '22P05']);
+
 function classifyError(err: unknown): unknown {
   if (!(err instanceof Error)) return err;
   const code = (err as { code?: string }).code;
+  if (code && badTextSqlStates.has(code)) {
+    return new HttpError(400, 'The request contains a character that cannot be stored or searched, such as a NUL byte; remove it and try again.', { cause: err });
+  }
   if (code && (unavailableCodes.has(code) || unavailableSqlStates.has(code))) {
     return new DbUnavailableError(`database unavailable: ${err.message}`, { cause: err });
   }
-  if (/timeout exceeded when trying to connect|Connection terminated/i.test(err.message)) {
+  if (/timeout exceeded when trying to connect|Connection terminated|Query read timeout|not queryable|Client was closed/i.test(err.message)) {
     return new DbUnavailableError(`database unavailable: ${err.message}`, { cause: err });
   }
   return err;

@@ -4,7 +4,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { stringifySetCookie } from 'cookie';
 import type { Account } from './accounts.ts';
-import type { Db } from './db.ts';
+import type { Db, Queryable } from './db.ts';
 
 export const sessionCookie = 'portfolio_session';
 const tokenPattern = /^[A-Za-z0-9_-]{43}$/;
@@ -39,10 +39,25 @@ export class SessionStore {
   }
 
   /** A new session with a fresh id: at login a new id, never the one the browser had (session fixation). */
-  async create(account: Account | null): Promise<LiveSession> {
+  create(account: Account | null): Promise<LiveSession> {
+    return this.insert(this.db, account);
+  }
+
+  /**
+   * A login: the browser's old session goes and a new one under a new id comes, in one
+   * transaction, so a database failure between the two leaves the old session as it was.
+   */
+  replace(oldToken: string | null, account: Account): Promise<LiveSession> {
+    return this.db.transaction(async (tx) => {
+      if (oldToken !== null && tokenPattern.test(oldToken)) await tx.query('DELETE FROM session WHERE id = $1', [hashToken(oldToken)]);
+      return this.insert(tx, account);
+    });
+  }
+
+  private async insert(db: Queryable, account: Account | null): Promise<LiveSession> {
     const token = randomBytes(32).toString('base64url');
     const csrfToken = randomBytes(32).toString('base64url');
-    await this.db.query(
+    await db.query(
       `INSERT INTO session (id, account_id, csrf_token, expires_at) VALUES ($1, $2, $3, now() + make_interval(hours => $4::int))`,
       [hashToken(token), account?.id ?? null, csrfToken, this.settings.maxHours],
     );

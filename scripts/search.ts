@@ -193,6 +193,8 @@ function buildFilters(conditions: readonly Condition[], scope: string): Filters 
 interface Totals { personen: number; werke: number }
 
 async function countHits(db: Db, filters: Filters): Promise<Totals> {
+  // A title condition in the scope personen: nothing can match, and no query would use the terms.
+  if (filters.person === null && filters.werk === null) return { personen: 0, werke: 0 };
   const personen = filters.person === null ? '0' : `(SELECT count(*)::int FROM person p WHERE ${filters.person})`;
   const werke = filters.werk === null ? '0' : `(SELECT count(*)::int FROM werk w WHERE ${filters.werk})`;
   const [row] = await db.query<Totals>(`SELECT ${personen} AS personen, ${werke} AS werke`, filters.params);

@@ -13,6 +13,8 @@ import type { Env } from '../lib/config.ts';
 import { readConfig } from '../lib/config.ts';
 import type { Db } from '../lib/db.ts';
 import { openPglite, openPostgres } from '../lib/db.ts';
+import type { ServerLimits } from '../lib/http-server.ts';
+import { createHttpServer } from '../lib/http-server.ts';
 import type { App } from '../server.ts';
 import { createApp } from '../server.ts';
 
@@ -55,6 +57,7 @@ export async function openTestDb(): Promise<TestDb> {
 
 export interface TestServer {
   app: App;
+  server: http.Server;
   db: Db;
   /** http://127.0.0.1:<port> */
   origin: string;
@@ -64,13 +67,13 @@ export interface TestServer {
   close: () => Promise<void>;
 }
 
-/** The application with demo data on a fresh database, listening on 127.0.0.1. */
-export async function startTestServer(env: Env = {}, options: { db?: TestDb } = {}): Promise<TestServer> {
+/** The application with demo data on a fresh database, listening on 127.0.0.1 with the production limits. */
+export async function startTestServer(env: Env = {}, options: { db?: TestDb; limits?: Partial<ServerLimits> } = {}): Promise<TestServer> {
   const testDb = options.db ?? (await openTestDb());
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-logs-'));
   const config = readConfig({ DEMO_DATA: '1', LOG_DIR: logDir, ALLOWED_HOSTS: 'localhost,127.0.0.1', ...env });
   const app = await createApp(config, { db: testDb.db });
-  const server = http.createServer(app.handle);
+  const server = createHttpServer(app, options.limits);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const read = (file: string) => () => {
@@ -82,6 +85,7 @@ export async function startTestServer(env: Env = {}, options: { db?: TestDb } = 
   };
   return {
     app,
+    server,
     db: testDb.db,
     origin: `http://127.0.0.1:${port}`,
     logDir,

@@ -1,0 +1,51 @@
+// The product as operators run it (`node server.ts` in production mode) against a PostgreSQL
+// server of the test's own, for the load and stop tests that watch a separate process.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { root, waitFor } from '../helpers.ts';
+
+export interface Program {
+  child: ChildProcess;
+  origin: string;
+  output: () => string;
+  readLog: (name: 'access.log' | 'error.log') => string;
+  exited: Promise<number | null>;
+  remove: () => void;
+}
+
+export async function startProgram(env: Record<string, string>): Promise<Program> {
+  const logDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-logs-'));
+  const child = spawn(process.execPath, ['--import', 'tsx', '--enable-source-maps', 'server.ts'], {
+    cwd: root,
+    env: { ...process.env, NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', LOG_DIR: logDir, DEMO_DATA: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const workers = Number(env.WEB_CONCURRENCY ?? 1);
+  const listening = (text: string) => (text.match(/listening on /g) ?? []).length >= workers;
+  await waitFor(() => output, (text) => listening(text) || child.exitCode !== null, 60_000);
+  const port = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(output)?.[1];
+  if (!port || !listening(output)) throw new Error(`the server did not start:\n${output}`);
+  return {
+    child,
+    origin: `http://127.0.0.1:${port}`,
+    output: () => output,
+    readLog: (name) => {
+      try {
+        return readFileSync(path.join(logDir, name), 'utf8');
+      } catch {
+        return '';
+      }
+    },
+    exited,
+    remove: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      rmSync(logDir, { recursive: true, force: true });
+    },
+  };
+}

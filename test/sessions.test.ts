@@ -1,0 +1,180 @@
+// Sessions under attack: fixation, cross-site posts, open redirects through the login's way
+// back, password guessing (429, also across worker processes sharing the database) and forged
+// Host headers. lib/session.ts, lib/auth.ts, lib/login-throttle.ts, scripts/login.ts.
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import type { TestServer } from './helpers.ts';
+import { openTestDb, rawRequest, readJson, startTestServer, waitFor } from './helpers.ts';
+import type { TestDb } from './helpers.ts';
+import { basic, cookieOf, demo, logInAs, openLoginForm, postForm } from './login-helpers.ts';
+
+let db: TestDb;
+let server: TestServer;
+// A second process of the same site on the same database, as with WEB_CONCURRENCY=2.
+let twin: TestServer;
+
+before(async () => {
+  db = await openTestDb();
+  server = await startTestServer({ NODE_ENV: 'production' }, { db });
+  twin = await startTestServer({ NODE_ENV: 'production' }, { db });
+});
+after(async () => {
+  await twin.close();
+  await server.close();
+  await db.drop();
+});
+beforeEach(() => server.db.query('DELETE FROM login_attempt'));
+
+async function tryLogin(origin: string, username: string, password: string): Promise<Response> {
+  const form = await openLoginForm(origin);
+  return postForm(origin, '/login', { username, password, csrf_token: form.csrfToken }, { cookie: form.cookie });
+}
+
+async function loanListStatus(cookie: string): Promise<number> {
+  return (await fetch(`${server.origin}/entlehnte/2.json`, { headers: { cookie } })).status;
+}
+
+describe('session fixation', () => {
+  test('a session id the browser brings is never adopted: the login starts a new one', async () => {
+    const planted = `portfolio_session=${'A'.repeat(43)}`;
+    const form = await openLoginForm(server.origin, planted);
+    assert.notEqual(form.cookie, planted, 'an unknown id gets a fresh anonymous session');
+    const res = await postForm(server.origin, '/login', { username: 'mmuster', password: demo.mmuster.password, csrf_token: form.csrfToken }, { cookie: form.cookie });
+    assert.equal(res.status, 303);
+    const session = cookieOf(res) as string;
+    assert.notEqual(session, form.cookie);
+    assert.equal(await loanListStatus(session), 200);
+    assert.equal(await loanListStatus(planted), 403);
+    // The anonymous session an attacker could have planted is gone, not promoted.
+    assert.equal(await loanListStatus(form.cookie), 403);
+  });
+
+  test('a planted cookie without the form\'s token cannot log anyone in', async () => {
+    const planted = `portfolio_session=${'B'.repeat(43)}`;
+    const res = await postForm(server.origin, '/login', { username: 'mmuster', password: demo.mmuster.password, csrf_token: 'guess' }, { cookie: planted });
+    assert.equal(res.status, 403);
+    assert.equal(await loanListStatus(planted), 403);
+  });
+});
+
+describe('cross-site posts', () => {
+  for (const origin of ['http://evil.example', 'null', 'http://127.0.0.1.evil.example', 'https://127.0.0.1']) {
+    test(`a login posted from ${origin} is 403 and starts no session`, async () => {
+      const form = await openLoginForm(server.origin);
+      const before = await server.db.query('SELECT id FROM session WHERE account_id IS NOT NULL');
+      const res = await postForm(server.origin, '/login', { username: 'mmuster', password: demo.mmuster.password, csrf_token: form.csrfToken }, { cookie: form.cookie, origin });
+      assert.equal(res.status, 403);
+      assert.equal(res.headers.get('set-cookie'), null);
+      assert.deepEqual(await server.db.query('SELECT id FROM session WHERE account_id IS NOT NULL'), before);
+    });
+  }
+
+  test('a log-out posted from another site is 403 and the session lives on', async () => {
+    const cookie = await logInAs(server.origin, 'mmuster');
+    const page = await (await fetch(`${server.origin}/entlehnte/2`, { headers: { cookie } })).text();
+    const csrfToken = /name="csrf_token" value="([^"]+)"/.exec(page)?.[1] as string;
+    const res = await postForm(server.origin, '/logout', { csrf_token: csrfToken }, { cookie, origin: 'http://evil.example' });
+    assert.equal(res.status, 403);
+    assert.equal(await loanListStatus(cookie), 200);
+  });
+});
+
+describe('the way back after the login', () => {
+  const hostile = [
+    'https://evil.example/', '//evil.example/', '///evil.example/', '/\\evil.example', '\\\\evil.example', '/%2F%2Fevil.example',
+    'javascript:alert(1)', 'http:evil.example', '/\t/evil.example', '/\r\nLocation: https://evil.example', ' //evil.example',
+    '/%0d%0aSet-Cookie:x=1', 'data:text/html,<script>alert(1)</script>', '/login?back=//evil.example',
+  ];
+  for (const back of hostile) {
+    test(`${JSON.stringify(back)} leads to a page of this site`, async () => {
+      const form = await openLoginForm(server.origin);
+      const res = await postForm(server.origin, '/login', { username: 'mmuster', password: demo.mmuster.password, csrf_token: form.csrfToken, back }, { cookie: form.cookie });
+      assert.equal(res.status, 303);
+      const location = res.headers.get('location') as string;
+      assert.equal(new URL(location).origin, server.origin, location);
+      assert.doesNotMatch(location, /evil\.example\/|\r|\n|javascript:|data:/i);
+      assert.equal(res.headers.getSetCookie().length, 1);
+    });
+  }
+});
+
+describe('repeated failed logins', () => {
+  test('more than 10 failures for one account in 15 minutes are answered 429, even with the right password', async () => {
+    const attempts = await Promise.all(Array.from({ length: 12 }, () => tryLogin(server.origin, 'mmuster', 'wrong-password')));
+    // Each attempt is counted before its password is checked, so parallel guesses cannot slip through.
+    assert.deepEqual(attempts.map((r) => r.status).sort(), [...Array(10).fill(403), 429, 429]);
+    const right = await tryLogin(server.origin, 'mmuster', demo.mmuster.password);
+    assert.equal(right.status, 429);
+    const retryAfter = Number(right.headers.get('retry-after'));
+    assert.ok(retryAfter > 890 && retryAfter <= 900, String(retryAfter));
+    assert.match(await right.text(), /Too many failed logins for this account; try again in 15 minutes\./);
+    // Basic credentials are the same door.
+    const viaBasic = await fetch(`${server.origin}/entlehnte/2.json`, { headers: { authorization: basic('mmuster', demo.mmuster.password) } });
+    assert.equal(viaBasic.status, 429);
+    assert.equal((await readJson(viaBasic)).detail, 'Too many failed logins for this account; try again in 15 minutes.');
+    const log = await waitFor(server.errorLog, (text) => text.includes('refused for'));
+    assert.match(log, /\[app:error\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] login for user mmuster refused for \d+ s: 1[0-9] failed logins for user mmuster within 900 s/);
+    // Every failure is also in fail2ban's words.
+    assert.equal((log.match(/AH01617: user mmuster: authentication failure for "\/login": Password Mismatch/g) ?? []).length, 10);
+  });
+
+  test('another account from the same address is not held up', async () => {
+    await Promise.all(Array.from({ length: 11 }, () => tryLogin(server.origin, 'mmuster', 'wrong-password')));
+    assert.equal((await tryLogin(server.origin, 'jmueller', demo.jmueller.password)).status, 303);
+  });
+
+  test('once the 15 minutes are over, the account logs in again', async () => {
+    await Promise.all(Array.from({ length: 11 }, () => tryLogin(server.origin, 'mmuster', 'wrong-password')));
+    assert.equal((await tryLogin(server.origin, 'mmuster', demo.mmuster.password)).status, 429);
+    await server.db.query(`UPDATE login_attempt SET window_start = now() - interval '15 minutes 1 second'`);
+    assert.equal((await tryLogin(server.origin, 'mmuster', demo.mmuster.password)).status, 303);
+  });
+
+  test('the count is shared by every process on the database', async () => {
+    const first = await Promise.all(Array.from({ length: 6 }, () => tryLogin(server.origin, 'jmueller', 'wrong-password')));
+    const second = await Promise.all(Array.from({ length: 4 }, () => tryLogin(twin.origin, 'jmueller', 'wrong-password')));
+    assert.deepEqual([...first, ...second].map((r) => r.status), Array(10).fill(403));
+    assert.equal((await tryLogin(twin.origin, 'jmueller', demo.jmueller.password)).status, 429);
+    assert.equal((await tryLogin(server.origin, 'jmueller', demo.jmueller.password)).status, 429);
+  });
+
+  test('more than 100 failures from one address in 15 minutes hold up every account from there', async () => {
+    await server.db.query(`INSERT INTO login_attempt (key, failures, window_start) VALUES ('address:127.0.0.1', 100, now())`);
+    const res = await tryLogin(server.origin, 'aschaefer', demo.aschaefer.password);
+    assert.equal(res.status, 429);
+    assert.match(await res.text(), /Too many failed logins from your address/);
+    const log = await waitFor(server.errorLog, (text) => text.includes('from 127.0.0.1 refused'));
+    assert.match(log, /login from 127\.0\.0\.1 refused for \d+ s: 100 failed logins from 127\.0\.0\.1 within 900 s/);
+  });
+
+  test('a successful login takes its own attempt back and nothing more', async () => {
+    await tryLogin(server.origin, 'aschaefer', 'wrong-password');
+    assert.equal((await tryLogin(server.origin, 'aschaefer', demo.aschaefer.password)).status, 303);
+    const rows = await server.db.query<{ key: string; failures: number }>('SELECT key, failures FROM login_attempt ORDER BY key');
+    assert.deepEqual(rows, [{ key: 'address:127.0.0.1', failures: 1 }, { key: 'user:aschaefer', failures: 1 }]);
+  });
+});
+
+describe('forged Host headers', () => {
+  const forged = ['evil.example', '127.0.0.1@evil.example', 'evil.example:80', '127.0.0.1.evil.example', 'localhost:8080@evil.example', '127.0.0.1/evil.example', '127.0.0.1 evil.example', '[::1]evil.example'];
+  for (const host of forged) {
+    test(`Host: ${host} is 400 and never reaches a link`, async () => {
+      for (const target of ['/person/max-muster', '/personen', '/login', '/person/max-muster/', '/search?query=any,contains,x']) {
+        const res = await rawRequest(server.origin, target, { headers: { host, accept: 'application/json' } });
+        assert.equal(res.status, 400, target);
+        assert.doesNotMatch(JSON.stringify(res.headers), /evil/, target);
+        // The message names the refused host for the operator; the body holds no link at all.
+        const problem = JSON.parse(res.body);
+        assert.deepEqual(Object.keys(problem), ['type', 'title', 'status', 'detail']);
+        assert.doesNotMatch(res.body, /https?:\/\//, target);
+      }
+    });
+  }
+
+  test('X-Forwarded-Host and Forwarded are ignored: links keep the allowed Host', async () => {
+    const res = await rawRequest(server.origin, '/person/max-muster.json', { headers: { host: '127.0.0.1', 'x-forwarded-host': 'evil.example', forwarded: 'host=evil.example', 'x-forwarded-proto': 'https' } });
+    assert.equal(res.status, 200);
+    assert.equal(JSON.parse(res.body).image, 'http://127.0.0.1/img/max-muster.svg');
+    assert.doesNotMatch(JSON.stringify(res.headers) + res.body, /evil/);
+  });
+});
