@@ -7,7 +7,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { chromium, type Browser } from 'playwright-core';
 import type { TestServer } from './helpers.ts';
-import { root, startTestServer } from './helpers.ts';
+import { missingTool, root, startTestServer } from './helpers.ts';
 
 const fixtures = path.join(root, 'test/fixtures');
 type PageWindow = { getComputedStyle(el: unknown): { backgroundColor: string } };
@@ -16,7 +16,10 @@ const screenshot = path.join(os.tmpdir(), 'portfolio-display-errors.png');
 let server: TestServer;
 let browser: Browser;
 
+const skip = missingTool('/usr/bin/chromium', 'chromium');
+
 before(async () => {
+  if (skip) return;
   server = await startTestServer({
     DISPLAY_ERRORS: '1',
     SCRIPTS_DIR: path.join(fixtures, 'scripts'),
@@ -29,11 +32,11 @@ before(async () => {
   });
 });
 after(async () => {
-  await browser.close();
-  await server.close();
+  await browser?.close();
+  await server?.close();
 });
 
-test('a screenshot of the display_errors page shows the source excerpt with the failing line marked', async (t) => {
+test('a screenshot of the display_errors page shows the source excerpt with the failing line marked', { skip }, async (t) => {
   const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
   const res = await page.goto(`${server.origin}/boom`);
   assert.equal(res?.status(), 500);

@@ -2,7 +2,7 @@
 // (DATABASE_URL set: a new database on that PostgreSQL server; unset: in-memory PGlite),
 // and the application on a real HTTP port on 127.0.0.1.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -137,4 +137,14 @@ export type Json = any;
 
 export async function readJson(res: Response): Promise<Json> {
   return res.json();
+}
+
+/**
+ * For tests that need a Debian tool: a skip reason when it is missing on a developer's machine,
+ * a failure when CI is set (.ci/run installs every such tool).
+ */
+export function missingTool(file: string, packages: string): string | false {
+  if (existsSync(file)) return false;
+  if (process.env.CI) throw new Error(`${file} is missing, but CI is set: apt-get install -y ${packages}`);
+  return `${file} is missing (apt-get install -y ${packages}; .ci/run installs it)`;
 }

@@ -10,7 +10,7 @@ import { importHtaccess } from '../lib/htaccess.ts';
 import type { Apache } from './apache.ts';
 import { startApache } from './apache.ts';
 import type { TestDb } from './helpers.ts';
-import { openTestDb, rawRequest, root, startTestServer } from './helpers.ts';
+import { missingTool, openTestDb, rawRequest, root, startTestServer } from './helpers.ts';
 import { probesFor } from './htaccess-probes.ts';
 import type { Probe } from './htaccess-probes.ts';
 
@@ -23,7 +23,7 @@ const ruleFiles = readdirSync(path.join(fixtures, 'rules')).filter((f) => f.ends
 interface Observation { status: number; script: string | null; query: string | null; location: string | null }
 interface Difference { file: string; probe: string; apache: string; ours: string }
 
-describe('imported .htaccess files answer like Apache httpd', () => {
+describe('imported .htaccess files answer like Apache httpd', { skip: missingTool('/usr/sbin/apache2', 'apache2 libapache2-mod-php') }, () => {
   let apache: Apache;
   let db: TestDb;
   const tableDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-htaccess-'));

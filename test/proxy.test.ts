@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Json, TestServer } from './helpers.ts';
-import { rawRequest, startTestServer, waitFor } from './helpers.ts';
+import { missingTool, rawRequest, startTestServer, waitFor } from './helpers.ts';
 
 const legacyPages: Record<string, string> = {
   'echo.php': `<?php
@@ -52,7 +52,10 @@ let phpPort: number;
 let resetter: net.Server;
 let server: TestServer;
 
+const skip = missingTool('/usr/bin/php', 'php-cli');
+
 before(async () => {
+  if (skip) return;
   dir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-legacy-'));
   for (const [name, text] of Object.entries(legacyPages)) writeFileSync(path.join(dir, name), text);
   phpPort = await findFreePort();
@@ -77,13 +80,14 @@ before(async () => {
   server = await startTestServer({ REWRITE_RULES: path.join(dir, 'rules.json'), PROXY_TIMEOUT_MS: '700' });
 });
 after(async () => {
+  if (skip) return;
   await server.close();
   await stopPhp();
   resetter.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('a proxy rule in front of the old PHP site', () => {
+describe('a proxy rule in front of the old PHP site', { skip }, () => {
   test('passes a GET with its query string through, with X-Forwarded-For, -Host and -Proto', async () => {
     const res = await rawRequest(server.origin, '/echo.php?name=M%C3%BCller&page=2', { headers: { cookie: 'PHPSESSID=abc' } });
     assert.equal(res.status, 200);
@@ -151,7 +155,7 @@ describe('a proxy rule in front of the old PHP site', () => {
   });
 });
 
-describe('a failing upstream', () => {
+describe('a failing upstream', { skip }, () => {
   test('that resets the connection answers 502 and writes an error-log line', async () => {
     const res = await rawRequest(server.origin, '/reset/page.php', { headers: { accept: 'application/json' } });
     assert.equal(res.status, 502);
