@@ -2,27 +2,22 @@
 // a user logs in, edits their name, adds a work, sees it on their page, sends an invalid form
 // and finds the input still there; a librarian lends a work and the user's loan list shows it.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { chromium } from 'playwright-core';
 import type { TestServer } from './helpers.ts';
-import { startTestServer } from './helpers.ts';
+import { launchChromium, missingTool, startTestServer } from './helpers.ts';
 import { demo } from './login-helpers.ts';
 import type { DemoUser } from './login-helpers.ts';
 
-const executablePath = '/usr/bin/chromium';
-const chromiumMissing = !existsSync(executablePath);
-const skip = chromiumMissing && !process.env.CI ? 'Chromium is not installed (apt-get install chromium; CI installs it)' : false;
+const skip = missingTool('/usr/bin/chromium', 'chromium');
 
 let server: TestServer;
 let browser: Browser;
 
 before(async () => {
   if (skip) return;
-  assert.ok(!chromiumMissing, `${executablePath} is missing, but CI is set: install it with apt-get install chromium`);
   server = await startTestServer();
-  browser = await chromium.launch({ executablePath, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  browser = await launchChromium();
 });
 after(async () => {
   await browser?.close();

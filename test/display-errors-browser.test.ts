@@ -5,9 +5,9 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import type { TestServer } from './helpers.ts';
-import { missingTool, root, startTestServer } from './helpers.ts';
+import { launchChromium, missingTool, root, startTestServer } from './helpers.ts';
 
 const fixtures = path.join(root, 'test/fixtures');
 type PageWindow = { getComputedStyle(el: unknown): { backgroundColor: string } };
@@ -26,10 +26,7 @@ before(async () => {
     TEMPLATES_DIR: path.join(fixtures, 'templates'),
     REWRITE_RULES: path.join(fixtures, 'rewrite-rules.json'),
   });
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-  });
+  browser = await launchChromium();
 });
 after(async () => {
   await browser?.close();

@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import { XMLValidator } from 'fast-xml-parser';
 import type { TestServer } from './helpers.ts';
 import { startTestServer } from './helpers.ts';
+import { createRandom } from '../lib/sample-data.ts';
 
 const seed = Number(process.env.FUZZ_SEED ?? 20261121);
 const count = Number(process.env.FUZZ_COUNT ?? 20000);
@@ -18,18 +19,6 @@ before(async () => {
   server = await startTestServer({ NODE_ENV: 'production' });
 });
 after(() => server.close());
-
-/** mulberry32: small, fast and the same on every machine. */
-function random(seedValue: number): () => number {
-  let a = seedValue >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface FuzzRequest { method: string; path: string; headers: Record<string, string>; body?: string }
 
@@ -131,7 +120,7 @@ function send(agent: http.Agent, origin: URL, request: FuzzRequest): Promise<{ s
 const leaks = /\bat [\w.<>]+ \(|node:internal|\.ts:\d+|SELECT |INSERT |syntax error at|\bERROR:|TypeError|ReferenceError/;
 
 test(`${count} generated requests (seed ${seed}): no 500, no leak, well-formed bodies, expected statuses`, async () => {
-  const next = generator(random(seed));
+  const next = generator(createRandom(seed));
   const origin = new URL(server.origin);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
   const seen = new Map<number, number>();

@@ -148,3 +148,12 @@ export function missingTool(file: string, packages: string): string | false {
   if (process.env.CI) throw new Error(`${file} is missing, but CI is set: apt-get install -y ${packages}`);
   return `${file} is missing (apt-get install -y ${packages}; .ci/run installs it)`;
 }
+
+/** Debian's Chromium, headless, as every browser test drives it (playwright-core). */
+export async function launchChromium(): Promise<import('playwright-core').Browser> {
+  const { chromium } = await import('playwright-core');
+  return chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
+}

@@ -2,26 +2,21 @@
 // its loan list, logs out and is refused the same URL afterwards; no URL it meets carries
 // the session id.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { chromium } from 'playwright-core';
 import type { TestServer } from './helpers.ts';
-import { startTestServer } from './helpers.ts';
+import { launchChromium, missingTool, startTestServer } from './helpers.ts';
 import { demo } from './login-helpers.ts';
 
-const executablePath = '/usr/bin/chromium';
-const chromiumMissing = !existsSync(executablePath);
-const skip = chromiumMissing && !process.env.CI ? 'Chromium is not installed (apt-get install chromium; CI installs it)' : false;
+const skip = missingTool('/usr/bin/chromium', 'chromium');
 
 let server: TestServer;
 let browser: Browser;
 
 before(async () => {
   if (skip) return;
-  assert.ok(!chromiumMissing, `${executablePath} is missing, but CI is set: install it with apt-get install chromium`);
   server = await startTestServer();
-  browser = await chromium.launch({ executablePath, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  browser = await launchChromium();
 });
 after(async () => {
   await browser?.close();
