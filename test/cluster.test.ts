@@ -3,7 +3,7 @@
 // requests in flight fail; SIGHUP reopens the logs in every worker. On both backends, SIGTERM
 // lets a slow request finish and exits 0; PGlite refuses more than one worker.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -11,6 +11,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
 import type { TestDb } from './helpers.ts';
+import type { Program } from './program.ts';
+import { startProgram } from './program.ts';
 import { backend, openTestDb, rawRequest, root, waitFor } from './helpers.ts';
 
 const fixtures = path.join(root, 'test/fixtures');
@@ -24,29 +26,21 @@ const fixtureEnv = {
 };
 const onPostgres = backend === 'postgres' ? {} : { skip: 'WEB_CONCURRENCY > 1 needs PostgreSQL; run with DATABASE_URL' };
 
-interface Running {
-  child: ChildProcess;
-  origin: string;
-  logDir: string;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
 let db: TestDb;
-let running: Running;
+let running: Program;
 let dataDir: string;
 
 before(async () => {
   db = await openTestDb();
   dataDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-data-'));
-  running = await startProgram(backend === 'postgres'
+  // DEMO_DATA empty: the configuration's own default, as an operator's start would have it.
+  running = await startProgram({ ...fixtureEnv, DEMO_DATA: '', ...(backend === 'postgres'
     ? { DATABASE_URL: db.url as string, WEB_CONCURRENCY: '2' }
-    : { DATABASE_URL: '', DATA_DIR: dataDir, WEB_CONCURRENCY: '1' });
+    : { DATABASE_URL: '', DATA_DIR: dataDir, WEB_CONCURRENCY: '1' }) });
 });
 after(async () => {
-  if (running.child.exitCode === null && running.child.signalCode === null) running.child.kill('SIGKILL');
+  running.remove();
   await db.drop();
-  rmSync(running.logDir, { recursive: true, force: true });
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -62,7 +56,7 @@ describe('worker processes', () => {
         process.kill(victim, 'SIGKILL');
         killedAt = performance.now();
         // From the primary's log line on, no connection goes to the dead worker any more.
-        await waitFor(() => readLog(running, 'error.log'), (text) => text.includes(`worker ${victim} died`), 5000);
+        await waitFor(() => running.readLog('error.log'), (text) => text.includes(`worker ${victim} died`), 5000);
         noticedAt = performance.now();
       },
     });
@@ -78,7 +72,7 @@ describe('worker processes', () => {
     assert.ok(failed.length <= 8, `${failed.length} failed`);
     assert.ok(afterwards.length >= 20, `${afterwards.length} requests after the primary noticed`);
     assert.deepEqual(afterwards.filter((o) => !o.ok), []);
-    const log = readLog(running, 'error.log');
+    const log = running.readLog('error.log');
     assert.match(log, new RegExp(`\\[app:error\\] \\[pid ${running.child.pid}\\] worker ${victim} died \\(signal SIGKILL\\); started worker (\\d+) in its place\\n`));
     const replacement = Number(/started worker (\d+) in its place/.exec(log)?.[1]);
     await waitFor(running.output, (text) => workerPids(text).includes(replacement), 10_000);
@@ -95,7 +89,7 @@ describe('worker processes', () => {
     // Connections go round-robin; the error-log lines of /boom name the worker that served them.
     for (let i = 0; i < 40 && pids.size < 2; i++) {
       await rawRequest(running.origin, `/boom?hup=${i}`, { headers: { connection: 'close' } });
-      const fresh = await waitFor(() => readLog(running, 'error.log'), (text) => text.includes(`/boom?hup=${i}`) || text.includes('boom.ts'));
+      const fresh = await waitFor(() => running.readLog('error.log'), (text) => text.includes(`/boom?hup=${i}`) || text.includes('boom.ts'));
       for (const match of fresh.matchAll(/\[pid (\d+)\] \[client [^\]]+\] TypeError/g)) pids.add(Number(match[1]));
     }
     assert.equal(pids.size, 2, `error-log lines came from ${[...pids].join(', ')}`);
@@ -117,7 +111,7 @@ describe('SIGTERM', () => {
     assert.equal(JSON.parse(res.body).slept, 1500);
     assert.equal(await running.exited, 0);
     assert.ok(performance.now() - stoppedAt < 5000);
-    const access = readLog(running, 'access.log');
+    const access = running.readLog('access.log');
     assert.match(access, /"GET \/slow\.json\?ms=1500 HTTP\/1\.1" 200 \d+ "-" "-"\n/);
   });
 });
@@ -135,23 +129,6 @@ describe('PGlite', () => {
   });
 });
 
-async function startProgram(env: Record<string, string>): Promise<Running> {
-  const logDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-logs-'));
-  const child = spawn(process.execPath, ['--import', 'tsx', '--enable-source-maps', 'server.ts'], {
-    cwd: root, env: { ...process.env, ...fixtureEnv, LOG_DIR: logDir, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-  child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const workers = Number(env.WEB_CONCURRENCY ?? 1);
-  const listening = (text: string) => (text.match(/listening on /g) ?? []).length >= workers;
-  await waitFor(() => output, (text) => listening(text) || child.exitCode !== null, 60_000);
-  const port = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(output)?.[1];
-  if (!port || !listening(output)) throw new Error(`the server did not start:\n${output}`);
-  return { child, origin: `http://127.0.0.1:${port}`, logDir, output: () => output, exited };
-}
-
 function workerPids(output: string): number[] {
   return [...output.matchAll(/worker (\d+) listening on/g)].map((m) => Number(m[1]));
 }
@@ -162,14 +139,6 @@ function isAlive(pid: number): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-function readLog(server: Running, name: string): string {
-  try {
-    return readFileSync(path.join(server.logDir, name), 'utf8');
-  } catch {
-    return '';
   }
 }
 

@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { after, before, test } from 'node:test';
 import type { PostgresCluster } from './postgres-cluster.ts';
 import { createCluster } from './postgres-cluster.ts';
-import { startProgram } from './program.ts';
+import { startProgram } from '../program.ts';
 
 let cluster: PostgresCluster;
 before(async () => {

@@ -10,8 +10,8 @@ import { readRssKb } from '../../bench/load.ts';
 import { demo, logInAs } from '../login-helpers.ts';
 import type { PostgresCluster } from './postgres-cluster.ts';
 import { createCluster } from './postgres-cluster.ts';
-import type { Program } from './program.ts';
-import { startProgram } from './program.ts';
+import type { Program } from '../program.ts';
+import { startProgram } from '../program.ts';
 
 const seconds = Number(process.env.LOAD_SECONDS ?? 60);
 const connections = 128;

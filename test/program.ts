@@ -1,14 +1,15 @@
-// The product as operators run it (`node server.ts` in production mode) against a PostgreSQL
-// server of the test's own, for the load and stop tests that watch a separate process.
+// The product as operators run it (`node server.ts` in production mode), as a process of its own,
+// for the tests that watch one: worker processes, load, graceful stop.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { root, waitFor } from '../helpers.ts';
+import { root, waitFor } from './helpers.ts';
 
 export interface Program {
   child: ChildProcess;
   origin: string;
+  logDir: string;
   output: () => string;
   readLog: (name: 'access.log' | 'error.log') => string;
   exited: Promise<number | null>;
@@ -34,6 +35,7 @@ export async function startProgram(env: Record<string, string>): Promise<Program
   return {
     child,
     origin: `http://127.0.0.1:${port}`,
+    logDir,
     output: () => output,
     readLog: (name) => {
       try {
