@@ -1,6 +1,8 @@
 // One small database interface over node-postgres (pg.Pool) and the embedded PGlite,
 // so scripts and tests run the same SQL against either backend.
 import pg from 'pg';
+import type { CommitMark, OutcomeOptions } from './commit-outcome.ts';
+import { beginWithMark, findCommitOutcome } from './commit-outcome.ts';
 import { HttpError } from './http-error.ts';
 
 export type Row = Record<string, unknown>;
@@ -24,7 +26,11 @@ export interface Queryable {
 
 export interface Db extends Queryable {
   readonly kind: 'postgres' | 'pglite';
-  /** Runs fn in one transaction: committed when fn resolves, rolled back when it throws. */
+  /**
+   * Runs fn in one transaction: committed when fn resolves, rolled back when it throws. On
+   * PostgreSQL a COMMIT that gets no answer is looked up before the caller hears of it: the
+   * result if it committed, DbUnavailableError if it did not or if nobody can tell in time.
+   */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
@@ -40,7 +46,14 @@ export interface PostgresOptions {
   /** How long a query waits for a connection (a new one, or a free one of the pool) before 503. */
   connectTimeoutMs?: number;
   maxConnections?: number;
+  /**
+   * How long a transaction whose COMMIT got no answer asks a fresh connection whether it
+   * committed, before it is answered 503 with its outcome unknown (default 10 s).
+   */
+  outcomeTimeoutMs?: number;
   onError?: (err: Error) => void;
+  /** A COMMIT that got no answer but committed, found out afterwards. */
+  onWarning?: (message: string) => void;
 }
 
 export function openPostgres(options: PostgresOptions): Db {
@@ -72,34 +85,98 @@ export function openPostgres(options: PostgresOptions): Db {
     query: <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) =>
       wrap(async () => (await pool.query(toConfig(sql, params, queryOptions))).rows as R[]),
     exec: (sql) => wrap(async () => { await pool.query(sql); }),
-    transaction: (fn) => wrap(async () => {
-      const client = await pool.connect();
-      const onClientError = (err: Error) => options.onError?.(err);
-      client.on('error', onClientError);
-      let broken = false;
-      try {
-        await client.query('BEGIN');
-        const result = await fn({
-          query: async <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) =>
-            (await client.query(toConfig(sql, params, queryOptions))).rows as R[],
-          exec: async (sql) => { await client.query(sql); },
-        });
-        await client.query('COMMIT');
-        return result;
-      } catch (err) {
-        try {
-          await client.query('ROLLBACK');
-        } catch {
-          broken = true; // the connection is gone; do not return it to the pool
-        }
-        throw err;
-      } finally {
-        client.off('error', onClientError);
-        client.release(broken);
-      }
-    }),
+    transaction: async (fn) => {
+      const attempt = await wrap(() => attemptTransaction(pool, fn, options.onError));
+      if (attempt.committed) return attempt.result;
+      return settleCommit(attempt, {
+        connectionString: options.connectionString,
+        connectTimeoutMs: options.connectTimeoutMs ?? 3000,
+        timeoutMs: options.outcomeTimeoutMs ?? 10_000,
+        onWarning: options.onWarning,
+      });
+    },
     close: () => pool.end(),
   };
+}
+
+type Attempt<T> = { committed: true; result: T } | { committed: false; result: T; mark: CommitMark; failure: Error };
+
+/**
+ * BEGIN, fn, COMMIT on one connection. A failure before the COMMIT rolls back; a COMMIT the
+ * server refused did not commit; a COMMIT that got no answer, or whose connection broke, may
+ * have committed or not (the server may read it after the client gave up): the attempt says so.
+ */
+async function attemptTransaction<T>(pool: pg.Pool, fn: (tx: Queryable) => Promise<T>, onError?: (err: Error) => void): Promise<Attempt<T>> {
+  const client = await pool.connect();
+  const onClientError = (err: Error) => onError?.(err);
+  client.on('error', onClientError);
+  // A connection whose server went away or stopped answering is not used again; when it ends,
+  // the server rolls back whatever it had not committed.
+  let broken = false;
+  try {
+    const [, marked] = (await client.query(beginWithMark)) as unknown as [pg.QueryResult, pg.QueryResult<CommitMark>];
+    const mark = marked.rows[0] as CommitMark;
+    let result: T;
+    try {
+      result = await fn({
+        query: async <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) =>
+          (await client.query(toConfig(sql, params, queryOptions))).rows as R[],
+        exec: async (sql) => { await client.query(sql); },
+      });
+    } catch (err) {
+      broken = isUnavailable(err) || !(await rollBack(client));
+      throw err;
+    }
+    try {
+      await client.query('COMMIT');
+      return { committed: true, result };
+    } catch (err) {
+      if (!isUnavailable(err)) throw err; // the server answered: it did not commit
+      broken = true;
+      return { committed: false, result, mark, failure: err as Error };
+    }
+  } catch (err) {
+    if (isUnavailable(err)) broken = true;
+    throw err;
+  } finally {
+    client.off('error', onClientError);
+    client.release(broken);
+  }
+}
+
+async function rollBack(client: pg.PoolClient): Promise<boolean> {
+  try {
+    await client.query('ROLLBACK');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The outcome of a COMMIT that got no answer, asked from a fresh connection (lib/commit-outcome.ts):
+ * committed, the change stands and the request succeeds; aborted, 503 as for any outage; still
+ * unknown after timeoutMs, 503 with an error-log line that says so and names the transaction.
+ */
+async function settleCommit<T>(
+  attempt: Extract<Attempt<T>, { committed: false }>,
+  options: OutcomeOptions & { onWarning?: (message: string) => void },
+): Promise<T> {
+  const { mark, failure } = attempt;
+  const started = performance.now();
+  const outcome = await findCommitOutcome(mark, options);
+  const after = `${Math.round(performance.now() - started)} ms`;
+  const what = `COMMIT of transaction ${mark.xid} got no answer (${failure.message})`;
+  if (outcome === 'committed') {
+    options.onWarning?.(`${what}; it committed, as pg_xact_status showed after ${after}`);
+    return attempt.result;
+  }
+  if (outcome === 'aborted') throw new DbUnavailableError(`database unavailable: ${what}; it did not commit, as pg_xact_status showed after ${after}`, { cause: failure });
+  throw new DbUnavailableError(
+    `database unavailable: ${what}; its outcome is unknown: nothing settled it within ${after}. ` +
+      `SELECT pg_xact_status('${mark.xid}') on the server tells whether the change was saved`,
+    { cause: failure },
+  );
 }
 
 export interface PgliteOptions {
@@ -148,6 +225,10 @@ const unavailableSqlStates = new Set(['57P01', '57P02', '57P03', '53300', '08000
 // Text PostgreSQL cannot hold, such as a NUL byte in a search term or a user name: only a
 // request can bring it (SQLSTATE 22021, 22P05), so it is the request's fault, not a 500.
 const badTextSqlStates = new Set(['22021', '22P05']);
+
+function isUnavailable(err: unknown): boolean {
+  return classifyError(err) instanceof DbUnavailableError;
+}
 
 function classifyError(err: unknown): unknown {
   if (!(err instanceof Error)) return err;

@@ -1,22 +1,27 @@
 // Lending and returning, each in one transaction. The partial unique index loan_werk_open
 // decides who wins when two librarians lend one work at the same moment: one 201, one 409.
+// The new loan is read in the same transaction, before the COMMIT.
 import type { Db } from './db.ts';
 import { databaseErrorOf } from './change.ts';
 import { HttpError } from './http-error.ts';
 import type { LoanInput } from './loan-input.ts';
+import type { LoanRecord } from './loan-view.ts';
+import { findLoan } from './loan-view.ts';
 
 // Lent for four weeks unless the librarian gives a due date.
 const defaultDays = 28;
 
-export async function lend(db: Db, loan: LoanInput & { accountId: number }): Promise<void> {
+/** Lends the work; returns the new loan as stored. */
+export async function lend(db: Db, loan: LoanInput & { accountId: number }): Promise<LoanRecord> {
   try {
-    await db.transaction(async (tx) => {
+    return await db.transaction(async (tx) => {
       const [werk] = await tx.query('SELECT 1 FROM werk WHERE id = $1', [loan.werkId]);
       if (!werk) throw noSuchWerk(loan.werkId);
       await tx.query(
         'INSERT INTO loan (account_id, werk_id, until) VALUES ($1, $2, coalesce($3::date, current_date + $4::int))',
         [loan.accountId, loan.werkId, loan.bis, defaultDays],
       );
+      return (await findLoan(tx, loan.accountId, loan.werkId)) as LoanRecord;
     });
   } catch (err) {
     const failure = databaseErrorOf(err);

@@ -1,16 +1,19 @@
 // Writing persons, each change in one transaction: a new slug when the name changes (the old
 // one stays in the history and answers 301), and on delete every path of the person and
-// their works noted as gone (410). A failure half-way leaves the database as it was.
+// their works noted as gone (410). A failure half-way leaves the database as it was. What the
+// answer shows is read in the same transaction: once it has committed, nothing is left to fail.
 import type { Db, Queryable } from './db.ts';
 import { databaseErrorOf, mayChangePerson, notYours } from './change.ts';
 import type { Identity } from './auth.ts';
 import { HttpError } from './http-error.ts';
 import { buryPerson, recordSlugChange, reuseSlug } from './history.ts';
 import type { PersonInput } from './person-input.ts';
+import type { Person } from './person-view.ts';
+import { findPerson } from './person-view.ts';
 import { freeSlug, slugOf } from './slug.ts';
 
-/** Inserts a person; returns the new id and slug. */
-export async function insertPerson(db: Db, input: PersonInput & { username: string }): Promise<{ id: number; slug: string }> {
+/** Inserts a person; returns the new person as stored. */
+export async function insertPerson(db: Db, input: PersonInput & { username: string }): Promise<Person> {
   return db.transaction(async (tx) => {
     const slug = await freeSlug(tx, slugOf(input.vorname, input.nachname), null);
     await reuseSlug(tx, slug);
@@ -18,12 +21,12 @@ export async function insertPerson(db: Db, input: PersonInput & { username: stri
       'INSERT INTO person (slug, vorname, nachname, username, image) VALUES ($1, $2, $3, $4, $5) RETURNING id',
       [slug, input.vorname, input.nachname, input.username, input.image],
     );
-    return { id: (row as { id: number }).id, slug };
+    return (await findPerson(tx, { id: (row as { id: number }).id })) as Person;
   }).catch(refusal('The person was not created'));
 }
 
-/** Replaces a person's fields; returns the slug, new if the name changed. */
-export async function updatePerson(db: Db, change: { id: number; input: PersonInput; requester: Identity; back: string }): Promise<string> {
+/** Replaces a person's fields; returns the person as stored, with a new slug if the name changed. */
+export async function updatePerson(db: Db, change: { id: number; input: PersonInput; requester: Identity; back: string }): Promise<Person> {
   const { id, input } = change;
   return db.transaction(async (tx) => {
     const current = await lockPerson(tx, id);
@@ -38,7 +41,7 @@ export async function updatePerson(db: Db, change: { id: number; input: PersonIn
         WHERE id = $1`,
       [id, slug, input.vorname, input.nachname, input.username, input.image],
     );
-    return slug;
+    return (await findPerson(tx, { id })) as Person;
   }).catch(refusal('The person was not changed'));
 }
 

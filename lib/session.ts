@@ -91,8 +91,14 @@ export class SessionStore {
     return { token, csrfToken: row.csrfToken, account: row.account };
   }
 
+  /**
+   * A log-out, in a transaction although it is one statement: a statement sent to a server that
+   * hangs may still run when it resumes, after the client got 503; a transaction whose COMMIT
+   * was never sent cannot, and one whose COMMIT got no answer is looked up (lib/db.ts).
+   */
   async destroy(token: string): Promise<void> {
-    if (tokenPattern.test(token)) await this.db.query('DELETE FROM session WHERE id = $1', [hashToken(token)]);
+    if (!tokenPattern.test(token)) return;
+    await this.db.transaction((tx) => tx.query('DELETE FROM session WHERE id = $1', [hashToken(token)]));
   }
 
   /** Deletes sessions past either time-out; returns how many. */

@@ -1,11 +1,14 @@
 // Writing works, each change in one transaction, with the same rule as persons: the owner of
 // the person or a librarian, checked on the locked row; a deleted work's path answers 410.
+// What the answer shows is read in the same transaction, before the COMMIT.
 import type { Identity } from './auth.ts';
 import { mayChangePerson, notYours } from './change.ts';
 import type { Db, Queryable } from './db.ts';
 import { buryWerk } from './history.ts';
 import { HttpError } from './http-error.ts';
 import type { WerkInput } from './werk-input.ts';
+import type { Werk } from './werk-view.ts';
+import { findWerk } from './werk-view.ts';
 
 export interface WerkChange {
   requester: Identity;
@@ -13,8 +16,8 @@ export interface WerkChange {
   back: string;
 }
 
-/** Adds a work to a person; returns its id. */
-export async function insertWerk(db: Db, change: WerkChange & { personId: number; input: WerkInput }): Promise<number> {
+/** Adds a work to a person; returns it as stored. */
+export async function insertWerk(db: Db, change: WerkChange & { personId: number; input: WerkInput }): Promise<Werk> {
   return db.transaction(async (tx) => {
     const [person] = await tx.query<{ name: string }>(`SELECT vorname || ' ' || nachname AS name FROM person WHERE id = $1 FOR SHARE`, [change.personId]);
     if (!person) throw new HttpError(404, 'The person was deleted a moment ago.');
@@ -24,18 +27,20 @@ export async function insertWerk(db: Db, change: WerkChange & { personId: number
       'INSERT INTO werk (person_id, titel, jahr, art, beschreibung) VALUES ($1, $2, $3, $4, $5) RETURNING id',
       [change.personId, titel, jahr, art, beschreibung],
     );
-    return (row as { id: number }).id;
+    return (await findWerk(tx, (row as { id: number }).id)) as Werk;
   });
 }
 
-export async function updateWerk(db: Db, change: WerkChange & { id: number; input: WerkInput }): Promise<void> {
-  await db.transaction(async (tx) => {
+/** Replaces a work's fields; returns it as stored. */
+export async function updateWerk(db: Db, change: WerkChange & { id: number; input: WerkInput }): Promise<Werk> {
+  return db.transaction(async (tx) => {
     await lockOwnWerk(tx, change.id, change);
     const { titel, jahr, art, beschreibung } = change.input;
     await tx.query(
       'UPDATE werk SET titel = $2, jahr = $3, art = $4, beschreibung = $5, updated_at = now() WHERE id = $1',
       [change.id, titel, jahr, art, beschreibung],
     );
+    return (await findWerk(tx, change.id)) as Werk;
   });
 }
 

@@ -10,8 +10,7 @@ import { orFormAgain, rejectInvalid } from '../lib/form-page.ts';
 import { HttpError, Redirect } from '../lib/http-error.ts';
 import { loanFormFields, readLoan } from '../lib/loan-input.ts';
 import { lend } from '../lib/loan-store.ts';
-import type { LoanRecord } from '../lib/loan-view.ts';
-import { findLoan, loanView } from '../lib/loan-view.ts';
+import { loanView } from '../lib/loan-view.ts';
 import type { Document, LinkFn, Outcome, ScriptRequest } from '../lib/script.ts';
 import { pageLinks, readId, readNonNegativeInteger } from '../lib/script.ts';
 
@@ -55,9 +54,8 @@ export async function POST(req: ScriptRequest): Promise<Outcome> {
     if (!(await findAccount(req.db, uid))) throw new HttpError(404, `There is no user with the id ${uid}.`);
     const { input, errors } = readLoan(body!, req.link(''));
     rejectInvalid(errors, 'Nothing was lent');
-    await lend(req.db, { accountId: uid, ...input });
+    const loan = await lend(req.db, { accountId: uid, ...input });
     if (body?.type === 'form') return new Redirect(back, 303);
-    const loan = (await findLoan(req.db, uid, input.werkId)) as LoanRecord;
     const path = `/entlehnte/${uid}/${input.werkId}`;
     return { path, title: `${loan.werk.titel}, lent to ${loan.account.username}`, data: loan, status: 201, location: path, view: loanView, cacheControl: 'private, no-store' };
   }, (failure) => loanList(req, { uid, offset: 0, failure }));

@@ -9,8 +9,7 @@ import type { Outcome, ScriptRequest } from '../lib/script.ts';
 import { newWerkPage } from '../lib/werk-forms.ts';
 import { readWerk } from '../lib/werk-input.ts';
 import { insertWerk } from '../lib/werk-store.ts';
-import type { Werk } from '../lib/werk-view.ts';
-import { findWerk, werkView } from '../lib/werk-view.ts';
+import { werkView } from '../lib/werk-view.ts';
 
 // What a POST answers is the new work.
 export { werkJson as toJson, werkXml as toXml } from '../lib/werk-view.ts';
@@ -30,11 +29,10 @@ export async function POST(req: ScriptRequest): Promise<Outcome> {
     const person = await resolvePerson(req.db, key, { method: 'POST', rest: '/werke' });
     const { input, errors } = readWerk(body!);
     rejectInvalid(errors, 'The work was not added');
-    const id = await insertWerk(req.db, { personId: person.id, input, requester, back });
-    if (body?.type === 'form') return new Redirect(`/werk/${id}`, 303);
-    const werk = (await findWerk(req.db, id)) as Werk;
+    const werk = await insertWerk(req.db, { personId: person.id, input, requester, back });
+    if (body?.type === 'form') return new Redirect(`/werk/${werk.id}`, 303);
     // SEED.md: the new resource's path ends in its id.
-    return { path: `/werk/${id}`, title: werk.titel, data: werk, status: 201, location: `/werk/${id}`, view: werkView, cacheControl: 'private, no-store' };
+    return { path: `/werk/${werk.id}`, title: werk.titel, data: werk, status: 201, location: `/werk/${werk.id}`, view: werkView, cacheControl: 'private, no-store' };
   }, async (failure) => {
     const person = await findPerson(req.db, key);
     const name = person ? `${person.vorname} ${person.nachname}` : 'the person';

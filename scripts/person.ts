@@ -32,9 +32,9 @@ export async function PUT(req: ScriptRequest): Promise<Outcome> {
     const current = await resolvePerson(req.db, key, { method: 'PUT' });
     const { input, errors } = readPerson(body!, { creating: false, site: req.link('') });
     rejectInvalid(errors, 'The person was not changed');
-    const slug = await updatePerson(req.db, { id: current.id, input, requester, back: editPath(key) });
-    if (body?.type === 'form') return new Redirect(`/person/${slug}`, 303);
-    return { ...personDocument((await findPerson(req.db, { id: current.id })) as Person), cacheControl: 'private, no-store' };
+    const person = await updatePerson(req.db, { id: current.id, input, requester, back: editPath(key) });
+    if (body?.type === 'form') return new Redirect(`/person/${person.slug}`, 303);
+    return { ...personDocument(person), cacheControl: 'private, no-store' };
   }, (failure) => formAgain(req, key, failure, failure.fields));
 }
 

@@ -29,9 +29,9 @@ export async function PUT(req: ScriptRequest): Promise<Outcome> {
     await resolveWerk(req.db, id);
     const { input, errors } = readWerk(body!);
     rejectInvalid(errors, 'The work was not changed');
-    await updateWerk(req.db, { id, input, requester, back: `/werk/${id}/bearbeiten` });
+    const werk = await updateWerk(req.db, { id, input, requester, back: `/werk/${id}/bearbeiten` });
     if (body?.type === 'form') return new Redirect(`/werk/${id}`, 303);
-    return { ...werkDocument(await resolveWerk(req.db, id)), cacheControl: 'private, no-store' };
+    return { ...werkDocument(werk), cacheControl: 'private, no-store' };
   }, (failure) => formAgain(id, failure, Object.fromEntries(failure.fields)));
 }
 

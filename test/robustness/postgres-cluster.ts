@@ -59,7 +59,14 @@ export async function createCluster(): Promise<PostgresCluster> {
     stop: (mode) => run('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '30', 'stop']),
     freeze: (frozen) => {
       const pid = postmasterPid();
-      for (const each of [pid, ...childrenOf(pid)]) process.kill(each, frozen ? 'SIGSTOP' : 'SIGCONT');
+      for (const each of [pid, ...childrenOf(pid)]) {
+        try {
+          process.kill(each, frozen ? 'SIGSTOP' : 'SIGCONT');
+        } catch (err) {
+          // A backend that ended since the list was read (a thawed postmaster reaps at once).
+          if ((err as { code?: string }).code !== 'ESRCH') throw err;
+        }
+      }
     },
     remove: async () => {
       try {
