@@ -1,5 +1,6 @@
-// `npm run bench`: generates persons and works on the local PostgreSQL, starts the product
-// (production mode, access log on) and the hand-written baseline (bench/baseline.ts), drives
+// `npm run bench`: generates persons and works on the local PostgreSQL, starts the product as
+// `npm start` does (dist/server.js, production mode, access log on) and the hand-written baseline
+// (bench/baseline.ts, built to plain JavaScript as well), drives
 // both with autocannon in turn, and prints the table that bench/results.md keeps.
 // BENCH_SECONDS (default 10) per run, BENCH_SIZES (default 200000,1000000) works,
 // BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/portfolio_bench, re-created).
@@ -9,7 +10,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
 import pg from 'pg';
+import { buildServer, startArguments } from '../bin/build.ts';
 import { openPostgres } from '../lib/db.ts';
 import { generateData } from '../lib/generate.ts';
 import { migrate } from '../lib/migrate.ts';
@@ -65,9 +68,19 @@ async function recreateDatabase(url: string): Promise<void> {
 
 interface Started { origin: string; child: ChildProcess }
 
+/** The baseline as plain JavaScript next to the product's bundle: neither runs the tsx loader. */
+async function buildBaseline(): Promise<string> {
+  const outfile = path.join(root, 'dist/bench-baseline.js');
+  await build({
+    entryPoints: [path.join(root, 'bench/baseline.ts')], outfile,
+    bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', logLevel: 'warning',
+  });
+  return outfile;
+}
+
 /** Starts a server program that prints "listening on http://…/" and waits for that line. */
 function startServer(label: string, args: string[], env: NodeJS.ProcessEnv): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let output = '';
     const timer = setTimeout(() => reject(new Error(`${label} did not say where it listens within 30 s: ${output}`)), 30_000);
@@ -101,7 +114,7 @@ async function checkAnswers(server: Started, cases: readonly Case[]): Promise<vo
   }
 }
 
-async function measureSize(works: number, logDir: string): Promise<Row[]> {
+async function measureSize(works: number, logDir: string, baselineFile: string): Promise<Row[]> {
   const db = openPostgres({ connectionString: databaseUrl, statementTimeoutMs: 600_000 });
   let slugs: string[];
   try {
@@ -113,10 +126,10 @@ async function measureSize(works: number, logDir: string): Promise<Row[]> {
     await db.close();
   }
   const cases = defineCases(slugs);
-  const product = await startServer('the product', ['server.ts'], {
+  const product = await startServer('the product', startArguments(), {
     NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, DEMO_DATA: '0', LOG_DIR: logDir, WEB_CONCURRENCY: '1',
   });
-  const baseline = await startServer('the baseline', ['bench/baseline.ts'], { PORT: '0', DATABASE_URL: databaseUrl });
+  const baseline = await startServer('the baseline', [baselineFile], { PORT: '0', DATABASE_URL: databaseUrl });
   const rows: Row[] = [];
   try {
     await checkAnswers(product, cases);
@@ -150,10 +163,12 @@ async function main(): Promise<void> {
   }
   const started = Date.now();
   await recreateDatabase(databaseUrl);
+  await buildServer();
+  const baselineFile = await buildBaseline();
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-bench-logs-'));
   const rows: Row[] = [];
   try {
-    for (const works of sizes) rows.push(...(await measureSize(works, logDir)));
+    for (const works of sizes) rows.push(...(await measureSize(works, logDir, baselineFile)));
   } finally {
     rmSync(logDir, { recursive: true, force: true });
   }

@@ -1,6 +1,7 @@
 // The one place that reads process.env: every other module receives a Config.
 // Each variable is listed with its default in README.md ("Configuration").
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export interface Config {
   port: number;
@@ -30,24 +31,30 @@ export interface Config {
   statementTimeoutMs: number;
   /** Milliseconds a request waits for a database connection before it is answered 503. */
   dbConnectTimeoutMs: number;
+  /** Milliseconds a change whose COMMIT got no answer keeps asking whether it committed. */
+  dbOutcomeTimeoutMs: number;
   /** Milliseconds an upstream of a P rule may stay silent before the client gets 504. */
   proxyTimeoutMs: number;
 }
 
 export type Env = Record<string, string | undefined>;
 
-const root = path.dirname(path.dirname(new URL(import.meta.url).pathname));
+/**
+ * The project folder, which relative paths start from. One folder up from this file, and just
+ * as much from the bundle dist/server.js (npm run build), which sits one folder deep as lib/ does.
+ */
+export const projectRoot = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 
 export function readConfig(env: Env = process.env): Config {
   const production = env.NODE_ENV === 'production';
   const databaseUrl = env.DATABASE_URL?.trim() || null;
-  const logDir = path.resolve(root, env.LOG_DIR ?? 'logs');
+  const logDir = path.resolve(projectRoot, env.LOG_DIR ?? 'logs');
   const toLogTarget = (name: string) => (env.LOG_DIR === '-' ? '-' : path.join(logDir, name));
   return {
     port: readInteger(env, 'PORT', 8080, 0, 65535),
     host: env.HOST ?? '127.0.0.1',
     databaseUrl,
-    dataDir: path.resolve(root, env.DATA_DIR ?? 'data'),
+    dataDir: path.resolve(projectRoot, env.DATA_DIR ?? 'data'),
     demoData: readBoolean(env, 'DEMO_DATA', databaseUrl === null),
     baseUrl: readBaseUrl(env.BASE_URL),
     allowedHosts: (env.ALLOWED_HOSTS ?? 'localhost,127.0.0.1,[::1]')
@@ -57,16 +64,17 @@ export function readConfig(env: Env = process.env): Config {
     logDir,
     accessLog: toLogTarget('access.log'),
     errorLog: toLogTarget('error.log'),
-    rulesFile: path.resolve(root, env.REWRITE_RULES ?? 'rewrite-rules.json'),
-    scriptsDir: path.resolve(root, env.SCRIPTS_DIR ?? 'scripts'),
-    templatesDir: path.resolve(root, env.TEMPLATES_DIR ?? 'templates'),
-    publicDir: path.resolve(root, env.PUBLIC_DIR ?? 'public'),
-    sqlDir: path.resolve(root, 'sql'),
+    rulesFile: path.resolve(projectRoot, env.REWRITE_RULES ?? 'rewrite-rules.json'),
+    scriptsDir: path.resolve(projectRoot, env.SCRIPTS_DIR ?? 'scripts'),
+    templatesDir: path.resolve(projectRoot, env.TEMPLATES_DIR ?? 'templates'),
+    publicDir: path.resolve(projectRoot, env.PUBLIC_DIR ?? 'public'),
+    sqlDir: path.resolve(projectRoot, 'sql'),
     sessionIdleMinutes: readInteger(env, 'SESSION_IDLE_MINUTES', 30, 1, 7 * 24 * 60),
     sessionMaxHours: readInteger(env, 'SESSION_MAX_HOURS', 12, 1, 30 * 24),
     webConcurrency: readInteger(env, 'WEB_CONCURRENCY', 1, 1, 64),
     statementTimeoutMs: readInteger(env, 'STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     dbConnectTimeoutMs: readInteger(env, 'DB_CONNECT_TIMEOUT_MS', 3000, 100, 60_000),
+    dbOutcomeTimeoutMs: readInteger(env, 'DB_OUTCOME_TIMEOUT_MS', 10_000, 0, 600_000),
     proxyTimeoutMs: readInteger(env, 'PROXY_TIMEOUT_MS', 30_000, 100, 600_000),
   };
 }

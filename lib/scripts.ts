@@ -1,13 +1,14 @@
 // Loads the handler scripts in scripts/ the way PHP loads .php files: by name, compiled
 // on first use, and in development compiled again when the file changes.
 // A script that does not compile is a parse error (CONTRACT 6), not a crash.
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { SourceMap } from 'node:module';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import vm from 'node:vm';
 import { transform, type TransformFailure } from 'esbuild';
+import { projectRoot } from './config.ts';
+import { scriptModules } from './modules.ts';
 import type { ScriptModule } from './script.ts';
 
 export class ScriptParseError extends Error {
@@ -17,12 +18,18 @@ export class ScriptParseError extends Error {
   }
 }
 
-interface LoadedScript {
-  module: ScriptModule;
+/** A compiled file of the scripts folder: a script, or a helper that scripts import. */
+interface CompiledModule {
+  file: string;
   mtimeMs: number;
+  exports: Record<string, unknown>;
+  /** The files of the scripts folder it imports, compiled the same way. */
+  helpers: CompiledModule[];
 }
 
 const scriptName = /^[a-z][a-z0-9_-]{0,63}$/;
+const requireCall = /\brequire\("([^"]+)"\)/g;
+const libDir = path.join(projectRoot, 'lib');
 // Compiled script positions, to report errors at TypeScript lines (see mapPosition).
 const sourceMaps = new Map<string, SourceMap>();
 
@@ -30,11 +37,13 @@ export class ScriptLoader {
   readonly dir: string;
   private readonly reload: boolean;
   private known: Set<string>;
-  private readonly loaded = new Map<string, LoadedScript>();
-  private readonly pending = new Map<string, Promise<LoadedScript>>();
+  /** Compiled scripts and helpers by file; one instance of each, shared by all that import it. */
+  private readonly compiled = new Map<string, CompiledModule>();
+  /** Compiling goes one script at a time, so a helper two scripts import is compiled once. */
+  private compiling: Promise<unknown> = Promise.resolve();
 
   constructor(dir: string, options: { reload: boolean }) {
-    this.dir = dir;
+    this.dir = path.resolve(dir);
     this.reload = options.reload;
     this.known = this.scan();
   }
@@ -52,21 +61,12 @@ export class ScriptLoader {
 
   /** The compiled module of scripts/<name>.ts; the name must pass exists() first. */
   async load(name: string): Promise<ScriptModule> {
-    const cached = this.loaded.get(name);
-    if (cached && !this.reload) return cached.module;
     const file = this.fileOf(name);
-    if (cached) {
-      const mtimeMs = statSync(file, { throwIfNoEntry: false })?.mtimeMs;
-      if (mtimeMs === cached.mtimeMs) return cached.module;
-    }
-    let loading = this.pending.get(name);
-    if (!loading) {
-      loading = compileScript(file).finally(() => this.pending.delete(name));
-      this.pending.set(name, loading);
-    }
-    const script = await loading;
-    this.loaded.set(name, script);
-    return script.module;
+    const cached = this.compiled.get(file);
+    if (cached && (!this.reload || isCurrent(cached))) return cached.exports as ScriptModule;
+    const loading = this.compiling.then(() => this.use(file, []));
+    this.compiling = loading.catch(() => undefined);
+    return (await loading).exports as ScriptModule;
   }
 
   fileOf(name: string): string {
@@ -82,48 +82,90 @@ export class ScriptLoader {
     }
     return new Set(entries.filter((f) => f.endsWith('.ts')).map((f) => f.slice(0, -3)).filter((n) => scriptName.test(n)));
   }
+
+  /** A file compiled once; in development again when it or a helper it imports has changed. */
+  private async use(file: string, importers: readonly string[]): Promise<CompiledModule> {
+    const cached = this.compiled.get(file);
+    if (cached && (!this.reload || isCurrent(cached))) return cached;
+    const compiled = await this.compile(file, importers);
+    this.compiled.set(file, compiled);
+    return compiled;
+  }
+
+  private async compile(file: string, importers: readonly string[]): Promise<CompiledModule> {
+    const mtimeMs = statSync(file).mtimeMs;
+    const source = await readFile(file, 'utf8');
+    let output;
+    try {
+      output = await transform(source, {
+        loader: 'ts',
+        format: 'cjs',
+        target: 'node20',
+        sourcemap: 'external',
+        sourcefile: file,
+        tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
+      });
+    } catch (err) {
+      const first = (err as TransformFailure).errors?.[0];
+      throw new ScriptParseError(first?.text ?? String(err), file, first?.location?.line ?? 0, first?.location?.column ?? 0);
+    }
+    sourceMaps.set(file, new SourceMap(JSON.parse(output.map)));
+    const { imports, helpers } = await this.importDependencies(output.code, file, importers);
+    const module = { exports: {} as Record<string, unknown> };
+    const run = vm.compileFunction(output.code, ['exports', 'require', 'module', '__filename', '__dirname'], { filename: file });
+    const requireDependency = (id: string) => {
+      const dependency = imports.get(id);
+      if (!dependency) throw new Error(`${path.basename(file)} cannot require ${id}: scripts use static imports only.`);
+      return dependency;
+    };
+    run(module.exports, requireDependency, module, file, path.dirname(file));
+    return { file, mtimeMs, exports: module.exports, helpers };
+  }
+
+  // The compiled file says require("../lib/x.ts"): it gets the very module instance the server
+  // imported (lib/modules.ts), so `instanceof HttpError` holds and no second copy is loaded. A
+  // helper next to the scripts is compiled as they are; Node's modules and packages are imported.
+  private async importDependencies(code: string, file: string, importers: readonly string[]) {
+    const imports = new Map<string, unknown>();
+    const helpers: CompiledModule[] = [];
+    for (const call of code.matchAll(requireCall)) {
+      const id = call[1] as string;
+      if (imports.has(id)) continue;
+      if (!id.startsWith('.')) {
+        imports.set(id, await import(id));
+        continue;
+      }
+      const target = path.resolve(path.dirname(file), id);
+      const refuse = (why: string) => importError(`Cannot import ${id}: ${why}`, file, { code, offset: call.index });
+      if (path.dirname(target) === libDir) {
+        if (!Object.hasOwn(scriptModules, path.basename(target))) {
+          throw refuse(`scripts share only the lib modules that lib/modules.ts lists (${Object.keys(scriptModules).join(', ')}); add it there.`);
+        }
+        imports.set(id, scriptModules[path.basename(target)]);
+      } else if (target.startsWith(this.dir + path.sep) && target.endsWith('.ts')) {
+        if (!existsSync(target)) throw refuse(`there is no file ${path.relative(projectRoot, target)}.`);
+        if (target === file || importers.includes(target)) throw refuse('the files of the scripts folder import each other in a circle.');
+        const helper = await this.use(target, [...importers, file]);
+        helpers.push(helper);
+        imports.set(id, helper.exports);
+      } else {
+        throw refuse('a script imports lib modules listed in lib/modules.ts, .ts files of its own folder, Node\'s modules and packages.');
+      }
+    }
+    return { imports, helpers };
+  }
 }
 
-async function compileScript(file: string): Promise<LoadedScript> {
-  const mtimeMs = statSync(file).mtimeMs;
-  const source = await readFile(file, 'utf8');
-  let output;
-  try {
-    output = await transform(source, {
-      loader: 'ts',
-      format: 'cjs',
-      target: 'node20',
-      sourcemap: 'external',
-      sourcefile: file,
-      tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
-    });
-  } catch (err) {
-    const first = (err as TransformFailure).errors?.[0];
-    throw new ScriptParseError(first?.text ?? String(err), file, first?.location?.line ?? 0, first?.location?.column ?? 0);
-  }
-  sourceMaps.set(file, new SourceMap(JSON.parse(output.map)));
-  const imports = await importDependencies(output.code, file);
-  const module = { exports: {} as Record<string, unknown> };
-  const run = vm.compileFunction(output.code, ['exports', 'require', 'module', '__filename', '__dirname'], { filename: file });
-  const requireDependency = (id: string) => {
-    const dependency = imports.get(id);
-    if (!dependency) throw new Error(`${path.basename(file)} cannot require ${id}: scripts use static imports only.`);
-    return dependency;
-  };
-  run(module.exports, requireDependency, module, file, path.dirname(file));
-  return { module: module.exports as ScriptModule, mtimeMs };
+/** Whether no file of a compiled module has changed since it was compiled (development). */
+function isCurrent(module: CompiledModule): boolean {
+  return statSync(module.file, { throwIfNoEntry: false })?.mtimeMs === module.mtimeMs && module.helpers.every(isCurrent);
 }
 
-// The compiled script says require("../lib/x.ts"); hand it the very module instances the
-// server imported, so `instanceof HttpError` holds and no second copy is loaded.
-async function importDependencies(code: string, file: string): Promise<Map<string, unknown>> {
-  const ids = new Set([...code.matchAll(/\brequire\("([^"]+)"\)/g)].map((m) => m[1] as string));
-  const imports = new Map<string, unknown>();
-  for (const id of ids) {
-    const target = id.startsWith('.') ? pathToFileURL(path.resolve(path.dirname(file), id)).href : id;
-    imports.set(id, await import(target));
-  }
-  return imports;
+/** An import that cannot be served is reported like a compile error: at its line, before anything runs. */
+function importError(message: string, file: string, at: { code: string; offset: number }): ScriptParseError {
+  const before = at.code.slice(0, at.offset).split('\n');
+  const position = mapPosition(file, before.length, (before.at(-1) as string).length + 1);
+  return new ScriptParseError(message, file, position?.line ?? 0, position?.column ?? 0);
 }
 
 /** Maps a line and column of a compiled script back to its TypeScript source. */

@@ -1,4 +1,4 @@
-// The process model (lib/cluster.ts) on the real program: `node server.ts` as operators run it.
+// The process model (lib/cluster.ts) on the real program: `npm start` as operators run it.
 // With PostgreSQL, WEB_CONCURRENCY=2 workers: a worker killed under load is replaced and only its
 // requests in flight fail; SIGHUP reopens the logs in every worker. On both backends, SIGTERM
 // lets a slow request finish and exits 0; PGlite refuses more than one worker.
@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
+import { startArguments } from '../bin/build.ts';
 import type { TestDb } from './helpers.ts';
 import type { Program } from './program.ts';
 import { startProgram } from './program.ts';
@@ -77,6 +78,14 @@ describe('worker processes', () => {
     const replacement = Number(/started worker (\d+) in its place/.exec(log)?.[1]);
     await waitFor(running.output, (text) => workerPids(text).includes(replacement), 10_000);
     assert.deepEqual(workerPids(running.output()).filter((pid) => isAlive(pid)).length, 2);
+  });
+
+  test('are forks of the built server with the flags of npm start, as the primary is', onPostgres, async () => {
+    const commandLine = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).slice(1);
+    const workers = workerPids(running.output()).filter(isAlive);
+    assert.equal(workers.length, 2, running.output());
+    assert.deepEqual(commandLine(running.child.pid as number), startArguments());
+    for (const pid of workers) assert.deepEqual(commandLine(pid), startArguments());
   });
 
   test('SIGHUP to the primary makes every worker reopen its logs, so logrotate can move them', onPostgres, async () => {

@@ -1,10 +1,12 @@
-// The product as operators run it (`node server.ts` in production mode), as a process of its own,
-// for the tests that watch one: worker processes, load, graceful stop.
+// The product as operators run it (`npm start`: the built dist/server.js in production mode), as
+// a process of its own, for the tests that watch one: the build, worker processes, load, graceful stop.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { root, waitFor } from './helpers.ts';
+import { buildServer, startArguments } from '../bin/build.ts';
+import type { TestDb } from './helpers.ts';
+import { backend, root, waitFor } from './helpers.ts';
 
 export interface Program {
   child: ChildProcess;
@@ -16,9 +18,19 @@ export interface Program {
   remove: () => void;
 }
 
+let built: ReturnType<typeof buildServer> | undefined;
+
+/** The program's database: the test's PostgreSQL database, or PGlite in dataDir. */
+export function databaseEnv(db: TestDb, dataDir: string): Record<string, string> {
+  return backend === 'postgres' ? { DATABASE_URL: db.url as string } : { DATABASE_URL: '', DATA_DIR: dataDir };
+}
+
 export async function startProgram(env: Record<string, string>): Promise<Program> {
+  // Built once per test process, from the sources as they are now.
+  built ??= buildServer();
+  await built;
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-logs-'));
-  const child = spawn(process.execPath, ['--import', 'tsx', '--enable-source-maps', 'server.ts'], {
+  const child = spawn(process.execPath, startArguments(), {
     cwd: root,
     env: { ...process.env, NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', LOG_DIR: logDir, DEMO_DATA: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,129 @@
+// The production build (bin/build.ts): `npm start` runs dist/server.js, plain JavaScript without
+// the tsx loader. It answers as the sources do, hands scripts the lib modules bundled into it, and
+// its error log still names TypeScript files and lines.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { buildServer, serverBundle, startArguments } from '../bin/build.ts';
+import type { TestDb, TestServer } from './helpers.ts';
+import { openTestDb, rawRequest, root, startTestServer, waitFor } from './helpers.ts';
+import type { Program } from './program.ts';
+import { databaseEnv, startProgram } from './program.ts';
+
+const fixtures = path.join(root, 'test/fixtures');
+// Links are absolute; one BASE_URL makes the built server's documents comparable byte for byte.
+const baseUrl = 'http://portfolio.test';
+
+describe('npm run build', () => {
+  test('bundles server.ts and lib/ into dist/server.js, with packages left to node_modules', async () => {
+    const { file, bytes } = await buildServer();
+    assert.equal(file, path.join(root, 'dist/server.js'));
+    const code = readFileSync(file, 'utf8');
+    assert.equal(Buffer.byteLength(code), bytes);
+    assert.match(code, /^import pg from "pg";$/m);
+    // PGlite, 10 MB of WebAssembly, is loaded only when no DATABASE_URL is set.
+    assert.match(code, /import\("@electric-sql\/pglite"\)/);
+    assert.doesNotMatch(code, /^import .* from "@electric-sql\/pglite/m);
+    assert.doesNotMatch(code, /from "[^"]*\.ts"|from "tsx/);
+    assert.match(code, /\/\/# sourceMappingURL=server\.js\.map\n?$/);
+    const map = JSON.parse(readFileSync(`${file}.map`, 'utf8')) as { sources: string[] };
+    assert.ok(map.sources.includes('../lib/http-error.ts') && map.sources.includes('../server.ts'), map.sources.join(', '));
+    assert.ok(!map.sources.some((s) => s.startsWith('../scripts/')), 'the handler scripts stay out of the bundle');
+  });
+
+  test('is what npm start runs, with its flags', () => {
+    const { scripts } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    assert.equal(scripts.prestart, 'npm run build');
+    assert.match(scripts.start as string, /^NODE_ENV=production node .*dist\/server\.js$/);
+    assert.deepEqual(startArguments().slice(-1), [serverBundle]);
+    assert.ok(startArguments().includes('--enable-source-maps'));
+  });
+});
+
+describe('the built server', () => {
+  let db: TestDb;
+  let dataDir: string;
+  let product: Program;
+  let sources: TestServer;
+
+  before(async () => {
+    db = await openTestDb();
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-data-'));
+    product = await startProgram({ ...databaseEnv(db, dataDir), BASE_URL: baseUrl });
+    sources = await startTestServer({ NODE_ENV: 'production', BASE_URL: baseUrl }, { db });
+  });
+  after(async () => {
+    product.remove();
+    await sources.close();
+    await db.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('runs without the tsx loader', () => {
+    const commandLine = readFileSync(`/proc/${product.child.pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    assert.deepEqual(commandLine.slice(1), startArguments());
+    assert.ok(!commandLine.includes('tsx'), commandLine.join(' '));
+  });
+
+  for (const [target, accept] of [['/person/max-muster.json', '*/*'], ['/person/max-muster.xml', '*/*'], ['/person/max-muster', 'text/html'], ['/personen.json', '*/*']] as const) {
+    test(`answers ${target} (${accept}) byte for byte as the sources do`, async () => {
+      const built = await rawRequest(product.origin, target, { headers: { accept } });
+      const expected = await rawRequest(sources.origin, target, { headers: { accept } });
+      assert.equal(built.status, 200);
+      assert.equal(built.headers['content-type'], expected.headers['content-type']);
+      assert.equal(built.headers.etag, expected.headers.etag);
+      assert.equal(built.body, expected.body);
+    });
+  }
+
+  test('answers a script\'s HttpError with its status: an unknown person is a 404 problem', async () => {
+    const res = await rawRequest(product.origin, '/person/niemand-hier.json');
+    assert.equal(res.status, 404);
+    assert.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8');
+    const expected = await rawRequest(sources.origin, '/person/niemand-hier.json');
+    assert.equal(res.body, expected.body);
+    assert.equal(product.readLog('error.log'), '', 'a 404 is no error of the server');
+  });
+});
+
+describe('the built server\'s error log', () => {
+  let dataDir: string;
+  let db: TestDb;
+  let product: Program;
+
+  before(async () => {
+    db = await openTestDb();
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-data-'));
+    product = await startProgram({
+      ...databaseEnv(db, dataDir),
+      SCRIPTS_DIR: path.join(fixtures, 'scripts'),
+      TEMPLATES_DIR: path.join(fixtures, 'templates'),
+      REWRITE_RULES: path.join(fixtures, 'rewrite-rules.json'),
+    });
+  });
+  after(async () => {
+    product.remove();
+    await db.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('names the line of a failing script', async () => {
+    const res = await rawRequest(product.origin, '/boom');
+    assert.equal(res.status, 500);
+    assert.equal(res.body, '');
+    const log = await waitFor(() => product.readLog('error.log'), (text) => text.includes('boom.ts'));
+    assert.match(log, /\] TypeError: Cannot read properties of undefined \(reading 'titel'\) in test\/fixtures\/scripts\/boom\.ts on line 9\n/);
+  });
+
+  test('names the TypeScript line of a failure inside the bundle, through its source map', async () => {
+    const res = await rawRequest(product.origin, '/boom-lib');
+    assert.equal(res.status, 500);
+    const source = readFileSync(path.join(root, 'lib/script.ts'), 'utf8').split('\n');
+    const declared = source.findIndex((l) => l.startsWith('export function readNonNegativeInteger('));
+    const line = declared + 1 + source.slice(declared).findIndex((l) => l.includes('query.get(name)'));
+    const log = await waitFor(() => product.readLog('error.log'), (text) => text.includes("reading 'get'"));
+    assert.match(log, new RegExp(`\\] TypeError: Cannot read properties of undefined \\(reading 'get'\\) in lib/script\\.ts on line ${line}\\n`));
+  });
+});
