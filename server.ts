@@ -13,7 +13,7 @@ import { handleSignals, runPrimary, runsWorkers } from './lib/cluster.ts';
 import { RequestAuth } from './lib/auth.ts';
 import { createBodyReader, maxBodyBytes } from './lib/body.ts';
 import type { Config } from './lib/config.ts';
-import { readConfig } from './lib/config.ts';
+import { projectRoot, readConfig } from './lib/config.ts';
 import type { Db } from './lib/db.ts';
 import { DbUnavailableError, openPglite, openPostgres } from './lib/db.ts';
 import { renderErrorPage } from './lib/display-errors.ts';
@@ -27,20 +27,20 @@ import { loadDemoData, migrate } from './lib/migrate.ts';
 import type { Format } from './lib/negotiate.ts';
 import { mediaTypes, negotiateErrorFormat, negotiateFormat, takeSuffix } from './lib/negotiate.ts';
 import { createProxy, UpstreamError } from './lib/proxy.ts';
+import type { Alternate } from './lib/render.ts';
 import { alternatesOf, buildJson, buildXml, formatsOf, renderDocument } from './lib/render.ts';
 import type { Exchange } from './lib/respond.ts';
 import { clientAddress, etagOf, matchesEtag, sendBody, sendEmpty } from './lib/respond.ts';
 import { loadRules, rewriteUrl } from './lib/rewrite.ts';
 import { rewriteRequestOf } from './lib/rewrite-request.ts';
-import { ResultCache } from './lib/result-cache.ts';
-import type { Outcome, ScriptModule, ScriptRequest } from './lib/script.ts';
+import { DataVersion, ResultCache } from './lib/result-cache.ts';
+import type { Document, Outcome, ScriptModule, ScriptRequest } from './lib/script.ts';
 import { ScriptLoader } from './lib/scripts.ts';
 import { SessionStore } from './lib/session.ts';
 import { describeError, parseStack } from './lib/stack.ts';
 import { StaticFiles } from './lib/static-files.ts';
 import { Templates } from './lib/templates.ts';
 
-const root = path.dirname(fileURLToPath(import.meta.url));
 const traceRequest = createDebug('portfolio:request');
 
 export interface App {
@@ -79,7 +79,11 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   });
   const site = { publicDir: config.publicDir, scriptExists: (name: string) => scripts.exists(name) };
   const proxy = createProxy({ timeoutMs: config.proxyTimeoutMs });
-  const results = new ResultCache(db);
+  const dataVersion = new DataVersion(db);
+  const results = new ResultCache();
+  // Rendered documents of scripts that declare `cacheable`: their GET depends on the URL and
+  // the data alone. Search pages run 3 to 10 KB, so 500 of them stay within a few MB.
+  const documents = new ResultCache({ limit: 500 });
   const basePath = config.baseUrl ? new URL(config.baseUrl).pathname.replace(/\/$/, '') : '';
   const sessions = new SessionStore(db, { idleMinutes: config.sessionIdleMinutes, maxHours: config.sessionMaxHours });
   const throttle = new LoginThrottle({ db });
@@ -155,10 +159,17 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       });
     }
 
-    // 7. Run the script.
+    // 7. Run the script, or take its document as rendered at this data version.
     const warnings: string[] = [];
-    const auth = createRequestAuth(req, target.path);
-    let dataVersion: Promise<string> | null = null;
+    // Made when a script first asks about the requester: most documents never do.
+    let auth = null as RequestAuth | null;
+    const authOf = () => (auth ??= createRequestAuth(req, target.path));
+    let version: Promise<bigint> | null = null;
+    // Only in production: in development an edited script or template shows on the next request.
+    const cacheable = script.cacheable === true && (method === 'GET' || method === 'HEAD') && config.production;
+    const refuseAuth = (): never => {
+      throw new Error(`scripts/${name}.ts is cacheable, so its document cannot depend on who asks; drop its cacheable export or the call.`);
+    };
     const request: ScriptRequest = {
       method: method === 'HEAD' ? 'GET' : method,
       format,
@@ -168,48 +179,57 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       link,
       warn: (message) => {
         // The line that called warn(): the first frame inside the scripts folder.
-        const frame = parseStack(new Error(message), root).find((f) => f.file.startsWith(config.scriptsDir + path.sep));
+        const frame = parseStack(new Error(message), projectRoot).find((f) => f.file.startsWith(config.scriptsDir + path.sep));
         warnings.push(message);
         errorLog.write(formatErrorLine({
           time: new Date(), level: 'warn', pid: process.pid, client: clientPort(req),
-          message: `Warning: ${message}${frame ? ` in ${path.relative(root, frame.file)} on line ${frame.line}` : ''}`,
+          message: `Warning: ${message}${frame ? ` in ${path.relative(projectRoot, frame.file)} on line ${frame.line}` : ''}`,
         }));
       },
-      remember: async (key, compute) => results.get(await (dataVersion ??= results.currentVersion()), key, compute),
-      identify: () => auth.identify(),
-      authenticate: (username, password) => auth.authenticate(username, password),
-      session: auth.session,
+      remember: async (key, compute) => results.get(await (version ??= dataVersion.current()), key, compute),
+      identify: () => (cacheable ? refuseAuth() : authOf().identify()),
+      authenticate: (username, password) => (cacheable ? refuseAuth() : authOf().authenticate(username, password)),
+      get session() {
+        return cacheable ? refuseAuth() : authOf().session;
+      },
       body: readRequestBody,
     };
-    let outcome;
-    try {
-      outcome = await handler(request);
-    } catch (err) {
-      if (!(err instanceof Redirect)) throw err;
-      outcome = err;
-    } finally {
-      // Session changes travel with whatever answer follows, an error included.
-      await noteRequester(ex, auth);
-    }
-    if (outcome instanceof Redirect) {
+    const produce = async (): Promise<Produced> => {
+      let outcome;
+      try {
+        outcome = await handler(request);
+      } catch (err) {
+        if (!(err instanceof Redirect)) throw err;
+        outcome = err;
+      } finally {
+        // Session changes travel with whatever answer follows, an error included.
+        if (auth) await noteRequester(ex, auth);
+      }
+      if (outcome instanceof Redirect || outcome instanceof NoContent) return outcome;
+      // 8a. Render.
+      const alternates = alternatesOf(outcome.path, available, link);
+      const body = renderDocument({
+        format, scriptName: name, script, doc: outcome, link, templates,
+        page: {
+          title: outcome.title, base: basePath + '/', canonical: link(outcome.path), alternates,
+          stylesheet: outcome.stylesheet ?? 'css/site.css', warnings: config.displayErrors ? warnings : [],
+          user: ex.account ?? null,
+        },
+      });
+      return { doc: outcome, alternates, body, etag: etagOf(body) };
+    };
+    const produced = cacheable
+      ? await documents.get(await (version ??= dataVersion.current()), `${name}\u0000${format}\u0000${link('')}\u0000${rewritten.query}`, produce, (p) => 'body' in p && warnings.length === 0)
+      : await produce();
+    if (produced instanceof Redirect) {
       // A permanent move (an old slug) keeps the suffix: /person/old.json leads to /person/new.json.
-      const kept = outcome.status === 301 || outcome.status === 308 ? suffix : null;
-      return sendEmpty(ex, outcome.status, { location: absoluteLocation(outcome.location, kept, link), 'cache-control': 'no-store' });
+      const kept = produced.status === 301 || produced.status === 308 ? suffix : null;
+      return sendEmpty(ex, produced.status, { location: absoluteLocation(produced.location, kept, link), 'cache-control': 'no-store' });
     }
-    if (outcome instanceof NoContent) return sendEmpty(ex, 204, { 'cache-control': 'no-store' });
-    const doc = outcome;
+    if (produced instanceof NoContent) return sendEmpty(ex, 204, { 'cache-control': 'no-store' });
 
-    // 8. Render and send.
-    const alternates = alternatesOf(doc.path, available, link);
-    const body = renderDocument({
-      format, scriptName: name, script, doc, link, templates,
-      page: {
-        title: doc.title, base: basePath + '/', canonical: link(doc.path), alternates,
-        stylesheet: doc.stylesheet ?? 'css/site.css', warnings: config.displayErrors ? warnings : [],
-        user: ex.account ?? null,
-      },
-    });
-    const etag = etagOf(body);
+    // 8b. Send.
+    const { doc, alternates, body, etag } = produced;
     const headers: Record<string, string> = {
       'content-type': mediaTypes[format],
       etag,
@@ -223,7 +243,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       headers['content-security-policy'] = "default-src 'self'; img-src 'self' https: http: data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'";
       headers['referrer-policy'] = 'same-origin';
     }
-    if (auth.used) {
+    if (auth?.used) {
       headers['cache-control'] = privateCacheControl;
       delete headers.etag;
     } else if ((method === 'GET' || method === 'HEAD') && matchesEtag(req.headers['if-none-match'], etag)) {
@@ -271,7 +291,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     }
     logRequestError(ex, err);
     if (config.displayErrors) {
-      return sendBody(ex, 500, { 'content-type': mediaTypes.html, 'cache-control': 'no-store' }, renderErrorPage(err, req, root));
+      return sendBody(ex, 500, { 'content-type': mediaTypes.html, 'cache-control': 'no-store' }, renderErrorPage(err, req, projectRoot));
     }
     // CONTRACT 6: in production a 500 delivers no content.
     sendEmpty(ex, 500, { 'cache-control': 'no-store' });
@@ -310,7 +330,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     const referer = ex.req.headers.referer;
     errorLog.write(formatErrorLine({
       time: new Date(), level: 'error', pid: process.pid, client: clientPort(ex.req),
-      message: err instanceof UpstreamError ? err.logMessage : describeError(err, root), ...(referer ? { referer } : {}),
+      message: err instanceof UpstreamError ? err.logMessage : describeError(err, projectRoot), ...(referer ? { referer } : {}),
     }));
   }
 
@@ -372,6 +392,9 @@ async function prepare(config: Config, givenDb: Db | undefined, logError: App['l
   }
   return { scripts, rules, templates, files, db };
 }
+
+/** A script's answer: a redirect, 204, or its document rendered in the chosen representation. */
+type Produced = Redirect | NoContent | { doc: Document; alternates: Alternate[]; body: string; etag: string };
 
 interface Target {
   /** Percent-decoded path. */
@@ -469,7 +492,9 @@ async function openDatabase(config: Config, logError: App['logError']): Promise<
       connectionString: config.databaseUrl,
       statementTimeoutMs: config.statementTimeoutMs,
       connectTimeoutMs: config.dbConnectTimeoutMs,
+      outcomeTimeoutMs: config.dbOutcomeTimeoutMs,
       onError: (err) => logError(`database connection error: ${err.message}`),
+      onWarning: (message) => logError(message, 'warn'),
     });
   }
   return openPglite({ dataDir: config.dataDir });

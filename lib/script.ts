@@ -80,6 +80,12 @@ export interface ScriptModule {
   toJson?: (data: never, link: LinkFn) => unknown;
   /** The XML tree (one root) for fast-xml-parser's builder; required for XML. */
   toXml?: (data: never, link: LinkFn) => Record<string, unknown>;
+  /**
+   * True when GET's document depends on nothing but the URL and the data (no session, no
+   * clock): the server then keeps each rendered representation until persons or works change
+   * (data_version), and asking who the requester is fails.
+   */
+  cacheable?: boolean;
 }
 
 /** Reads a non-negative integer parameter; 400 naming the parameter when it is not one. */

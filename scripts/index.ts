@@ -8,6 +8,9 @@ export interface StartPage {
   neueste: { id: number; titel: string; person: string; slug: string }[];
 }
 
+// The page depends on the data alone: kept rendered until persons or works change.
+export const cacheable = true;
+
 export async function GET({ db, remember }: ScriptRequest): Promise<Document<StartPage>> {
   // Counting a million works takes a while; the counts hold until the data changes.
   const [[counts], neueste] = await Promise.all([

@@ -6,8 +6,7 @@ import { Redirect } from '../lib/http-error.ts';
 import { newPersonPage } from '../lib/person-forms.ts';
 import { readPerson } from '../lib/person-input.ts';
 import { insertPerson } from '../lib/person-store.ts';
-import type { Person } from '../lib/person-view.ts';
-import { findPerson, personView } from '../lib/person-view.ts';
+import { personView } from '../lib/person-view.ts';
 import type { Document, LinkFn, Outcome, ScriptRequest } from '../lib/script.ts';
 import { pageLinks, readNonNegativeInteger } from '../lib/script.ts';
 
@@ -21,6 +20,9 @@ export interface PersonList {
 }
 
 const pageSize = 50;
+
+// Each page depends on its offset and the data alone: kept rendered until persons or works change.
+export const cacheable = true;
 
 export async function GET({ query, db, remember }: ScriptRequest): Promise<Document<PersonList>> {
   const offset = readNonNegativeInteger(query, 'offset', 0);
@@ -53,12 +55,11 @@ export async function POST(req: ScriptRequest): Promise<Outcome> {
     if (requester.role !== 'librarian') throw librariansOnly('create persons', '/personen/neu');
     const { input, errors } = readPerson(body!, { creating: true, site: req.link('') });
     rejectInvalid(errors, 'The person was not created');
-    const { id, slug } = await insertPerson(req.db, { ...input, username: input.username as string });
-    if (body?.type === 'form') return new Redirect(`/person/${slug}`, 303);
-    const person = (await findPerson(req.db, { id })) as Person;
+    const person = await insertPerson(req.db, { ...input, username: input.username as string });
+    if (body?.type === 'form') return new Redirect(`/person/${person.slug}`, 303);
     return {
-      path: `/person/${slug}`, title: `${person.vorname} ${person.nachname}`, data: person,
-      status: 201, location: `/person/${id}`, view: personView, cacheControl: 'private, no-store',
+      path: `/person/${person.slug}`, title: `${person.vorname} ${person.nachname}`, data: person,
+      status: 201, location: `/person/${person.id}`, view: personView, cacheControl: 'private, no-store',
     };
   }, (failure) => {
     const page = newPersonPage({ ...failure, values: Object.fromEntries(failure.fields) });

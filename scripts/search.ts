@@ -46,6 +46,9 @@ export interface SearchResult {
   pages: { previous: string | null; next: string | null };
 }
 
+// The URL and the data decide the result: each page is kept rendered until persons or works change.
+export const cacheable = true;
+
 export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
   const { query } = req;
   // The search form sends field, match and term; answer with the canonical URL.

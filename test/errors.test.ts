@@ -32,6 +32,14 @@ after(async () => {
 });
 
 describe('a failing script', () => {
+  test('a cacheable script that asks who is asking is a 500 saying so, in production where documents are kept', async () => {
+    const res = await rawRequest(production.origin, '/cached-who.php', { headers: { accept: 'application/json' } });
+    assert.equal(res.status, 500);
+    assert.equal(res.body, '');
+    const log = await waitFor(production.errorLog, (text) => text.includes('cached-who.ts'));
+    assert.match(log, /scripts\/cached-who\.ts is cacheable, so its document cannot depend on who asks/);
+  });
+
   test('in production answers 500 with no content and writes one error-log line with file and line', async () => {
     const res = await rawRequest(production.origin, '/boom', { headers: { referer: 'http://localhost/personen' } });
     assert.equal(res.status, 500);

@@ -2,13 +2,16 @@
 // and the indexes that keep "contains" fast on large tables.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { Db } from '../lib/db.ts';
+import { DataVersion } from '../lib/result-cache.ts';
 import type { TestServer } from './helpers.ts';
 import { startTestServer, readJson } from './helpers.ts';
 
 let server: TestServer;
 
 before(async () => {
-  server = await startTestServer();
+  // Production, where search pages are kept rendered until the data changes (scripts/search.ts).
+  server = await startTestServer({ NODE_ENV: 'production' });
 });
 after(() => server.close());
 
@@ -178,6 +181,59 @@ describe('remembered results', () => {
     assert.equal((await json('/index.json')).body.personen.anzahl, before + 1);
     await server.db.query(`DELETE FROM person WHERE slug = 'quirin-quellenberg'`);
     assert.equal((await json(url)).body.total, 0);
+  });
+
+  test('kept documents: every representation shows a change at once, and an unchanged page keeps its ETag', async () => {
+    const url = '/search?query=title,contains,Brunnenstudie';
+    const get = async (format: string, etag?: string) => {
+      const res = await fetch(`${server.origin}${url.replace('/search', `/search.${format}`)}`, etag ? { headers: { 'if-none-match': etag } } : {});
+      return { status: res.status, etag: res.headers.get('etag'), text: await res.text() };
+    };
+    const before = { json: await get('json'), xml: await get('xml'), html: await get('html') };
+    for (const format of ['json', 'xml', 'html'] as const) {
+      assert.doesNotMatch(before[format].text, /Brunnenstudie am Hang/);
+      // Asked again, the kept document answers with the same ETag: 304.
+      assert.equal((await get(format, before[format].etag ?? '')).status, 304);
+    }
+    const [row] = await server.db.query<{ id: number }>(`INSERT INTO werk (person_id, titel) VALUES (1, 'Brunnenstudie am Hang') RETURNING id`);
+    for (const format of ['json', 'xml', 'html'] as const) {
+      const after = await get(format, before[format].etag ?? '');
+      assert.equal(after.status, 200, format);
+      assert.match(after.text, /Brunnenstudie am Hang/);
+      assert.match(after.text, new RegExp(`werk/${row?.id}\\b`));
+      assert.notEqual(after.etag, before[format].etag);
+    }
+    await server.db.query('DELETE FROM werk WHERE id = $1', [row?.id]);
+    assert.doesNotMatch((await get('xml')).text, /Brunnenstudie am Hang/);
+  });
+
+  test('a person list page and the start page show a new person at once', async () => {
+    const [first, start] = [(await json('/personen')).body, (await json('/')).body];
+    await server.db.query(`INSERT INTO person (slug, vorname, nachname, username, image) VALUES ('aaron-aal', 'Aaron', 'Aal', 'aaal', '/img/x.svg')`);
+    const [list, counts] = [(await json('/personen')).body, (await json('/')).body];
+    assert.equal(list.total, first.total + 1);
+    assert.equal(counts.personen.anzahl, start.personen.anzahl + 1);
+    assert.ok(JSON.stringify(list).includes('/person/aaron-aal'));
+    await server.db.query(`DELETE FROM person WHERE slug = 'aaron-aal'`);
+    assert.equal((await json('/personen')).body.total, first.total);
+  });
+
+  test('requests that arrive together share data version reads, and each sees every change made before it came', async () => {
+    let reads = 0;
+    const counted: Db = { ...server.db, query: (sql, params, options) => {
+      if (options?.name === 'data-version') reads += 1;
+      return server.db.query(sql, params, options);
+    } };
+    const version = new DataVersion(counted);
+    const together = await Promise.all(Array.from({ length: 64 }, () => version.current()));
+    assert.ok(reads <= 2, `64 requests at once made ${reads} reads`);
+    assert.equal(new Set(together).size, 1);
+    // A read under way when the change commits may miss it; one asked for after the commit may not.
+    const underWay = version.current();
+    await server.db.query(`UPDATE werk SET jahr = jahr WHERE person_id = 1`);
+    const after = await version.current();
+    assert.ok(after > (together[0] as bigint));
+    assert.ok(after >= (await underWay));
   });
 
   test('the data version moves once per changing statement, in the same transaction', async () => {
