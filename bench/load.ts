@@ -47,10 +47,20 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
 
 /** VmRSS of a process in kB; 0 once it is gone. */
 export function readRssKb(pid: number): number {
+  return readMemoryKb(pid).rss;
+}
+
+/**
+ * Resident memory of a process in kB: all of it (VmRSS), the anonymous part (heap, buffers:
+ * what a leak grows) and the file-backed part (the mapped node binary and libraries); zeros
+ * once it is gone.
+ */
+export function readMemoryKb(pid: number): { rss: number; anon: number; file: number } {
   try {
-    const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) : 0;
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? 0);
+    return { rss: field('VmRSS'), anon: field('RssAnon'), file: field('RssFile') };
   } catch {
-    return 0;
+    return { rss: 0, anon: 0, file: 0 };
   }
 }

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import autocannon from 'autocannon';
-import { readRssKb } from '../../bench/load.ts';
+import { readMemoryKb } from '../../bench/load.ts';
 import { csrfTokenOf, loanBody, personBody, werkBody } from '../change-helpers.ts';
 import type { ApiFormat } from '../change-helpers.ts';
 import { demo, logInAs } from '../login-helpers.ts';
@@ -16,6 +16,8 @@ import type { Program } from '../program.ts';
 import { startProgram } from '../program.ts';
 
 const seconds = Number(process.env.LOAD_SECONDS ?? 60);
+// Two 10 s rests of the login rounds and time for logins between them.
+if (!(seconds >= 40)) throw new Error(`LOAD_SECONDS must be at least 40, not ${process.env.LOAD_SECONDS}`);
 const connections = 128;
 const flowConnections = 4;
 // Two librarians' rounds of changes and one round of each user's own edits.
@@ -160,20 +162,23 @@ async function editorOf(origin: string, user: 'bibliothek' | 'mmuster' | 'jmuell
 test(`${seconds} s at ${connections} connections: no 5xx, no socket error, memory steady`, { timeout: (seconds + 120) * 1000 }, async () => {
   const pid = program.child.pid as number;
   const [librarian, mmuster, jmueller] = await Promise.all([editorOf(program.origin, 'bibliothek'), editorOf(program.origin, 'mmuster'), editorOf(program.origin, 'jmueller')]);
-  const samples: { at: number; rssMb: number }[] = [];
+  const samples: Sample[] = [];
   const started = Date.now();
-  const sampler = setInterval(() => samples.push({ at: (Date.now() - started) / 1000, rssMb: readRssKb(pid) / 1024 }), 250);
+  const sampler = setInterval(() => {
+    const kb = readMemoryKb(pid);
+    samples.push({ at: (Date.now() - started) / 1000, rssMb: kb.rss / 1024, anonMb: kb.anon / 1024, fileMb: kb.file / 1024 });
+  }, 250);
   const run = (options: { connections: number; requests: autocannon.Request[]; duration?: number }) =>
     autocannon({ url: program.origin, duration: seconds, timeout: 10, ...options });
   let results: autocannon.Result[];
   let changes: autocannon.Result[];
   try {
     const reading = readRequests(librarian.cookie);
-    // The login rounds rest (their connections read instead) from 9 to 14 s and in the last 10 s,
-    // so no scrypt runs when the memory is compared (see medianRss).
+    // The login rounds rest (their connections read instead) from 10 to 20 s and in the last
+    // 10 s, so no scrypt runs when the memory is compared (see rssAt10 below).
     const rounds = async () => {
       const done: autocannon.Result[] = [];
-      for (const [duration, requests] of [[9, null], [5, reading], [seconds - 24, null], [10, reading]] as const) {
+      for (const [duration, requests] of [[10, null], [10, reading], [seconds - 30, null], [10, reading]] as const) {
         if (requests) done.push(await run({ connections: flowConnections, requests: [...requests], duration }));
         else done.push(...await Promise.all((['mmuster', 'jmueller'] as const).map((user) => run({ connections: flowConnections / 2, requests: loginFlow(user), duration }))));
       }
@@ -198,11 +203,14 @@ test(`${seconds} s at ${connections} connections: no 5xx, no socket error, memor
   const total = (key: '2xx' | '3xx' | '4xx' | '5xx' | 'errors' | 'timeouts' | 'resets') => results.reduce((sum, r) => sum + (r[key] as number), 0);
   // Each login's scrypt holds 128 MiB while it runs (two at a time), so samples taken during the
   // login rounds swing by up to 256 MiB; the memory the process keeps is compared while they rest.
-  // Logins still queued for their scrypt finish within about two seconds of the rest's start, and
+  // Logins still queued for their scrypt finish within about two seconds of a rest's start, and
   // over three when the changes and other work on the machine take the processor (seen at load
-  // average 6), so the end is measured from 5.5 s into the last rest.
-  const rssAt10 = medianRss(samples, 12, 14);
-  const rssAtEnd = medianRss(samples, seconds - 4.5, seconds - 0.5);
+  // average 6). So both values are medians of the same part of a 10 s rest, from 5.5 to 9.5 s
+  // into it: the value after the first 10 s from the rest at 10 to 20 s, the end's from the last.
+  const early = medianOf(samples, 15.5, 19.5);
+  const late = medianOf(samples, seconds - 4.5, seconds - 0.5);
+  const rssAt10 = early.rssMb;
+  const rssAtEnd = late.rssMb;
   const figures = {
     seconds, connections,
     requests: total('2xx') + total('3xx') + total('4xx') + total('5xx'),
@@ -221,6 +229,9 @@ test(`${seconds} s at ${connections} connections: no 5xx, no socket error, memor
     errors: total('errors'), timeouts: total('timeouts'), resets: total('resets'),
     rssMb: {
       after10s: Math.round(rssAt10), end: Math.round(rssAtEnd),
+      // Of which anonymous (heap, buffers) and file-backed (the node binary and libraries).
+      anonAfter10s: Math.round(early.anonMb), anonEnd: Math.round(late.anonMb),
+      fileAfter10s: Math.round(early.fileMb), fileEnd: Math.round(late.fileMb),
       lowest: Math.round(Math.min(...samples.map((s) => s.rssMb))), peak: Math.round(Math.max(...samples.map((s) => s.rssMb))),
     },
   };
@@ -236,7 +247,7 @@ test(`${seconds} s at ${connections} connections: no 5xx, no socket error, memor
   assert.ok(figures.changes.librarianRounds >= seconds / 10 && figures.changes.ownEditRounds >= seconds / 10, JSON.stringify(figures.changes));
   // No growth: at most 10% above the value after 10 s. Below it is memory given back, not a leak
   // (measured with the build: about 125 MiB after 10 s and 120 MiB at the end; see docs/robustness.md).
-  assert.ok(rssAtEnd <= rssAt10 * 1.1, `RSS ${rssAt10.toFixed(1)} MiB after 10 s, ${rssAtEnd.toFixed(1)} MiB at the end`);
+  assert.ok(rssAtEnd <= rssAt10 * 1.1, `RSS ${rssAt10.toFixed(1)} MiB after 10 s, ${rssAtEnd.toFixed(1)} MiB at the end: ${JSON.stringify(figures.rssMb)}`);
   // Two scrypts (2 x 128 MiB) on top of the kept memory, and no more.
   assert.ok(figures.rssMb.peak < rssAt10 + 400, `peak RSS ${figures.rssMb.peak} MiB`);
   assert.doesNotMatch(program.readLog('error.log'), /\[app:error\]/);
@@ -250,7 +261,11 @@ function countStatuses(results: autocannon.Result[]): Record<string, number> {
   return counts;
 }
 
-function medianRss(samples: { at: number; rssMb: number }[], from: number, to: number): number {
-  const values = samples.filter((s) => s.at >= from && s.at <= to).map((s) => s.rssMb).sort((a, b) => a - b);
-  return values[Math.floor(values.length / 2)] ?? NaN;
+interface Sample { at: number; rssMb: number; anonMb: number; fileMb: number }
+
+/** The median of each memory figure over the samples taken from `from` to `to` seconds. */
+function medianOf(samples: Sample[], from: number, to: number): Omit<Sample, 'at'> {
+  const within = samples.filter((s) => s.at >= from && s.at <= to);
+  const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
+  return { rssMb: median(within.map((s) => s.rssMb)), anonMb: median(within.map((s) => s.anonMb)), fileMb: median(within.map((s) => s.fileMb)) };
 }
