@@ -58,8 +58,8 @@ export function readRssKb(pid: number): number {
 export function readMemoryKb(pid: number): { rss: number; anon: number; file: number } {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? 0);
-    return { rss: field('VmRSS'), anon: field('RssAnon'), file: field('RssFile') };
+    const field = (pattern: RegExp) => Number(pattern.exec(status)?.[1] ?? 0);
+    return { rss: field(/^VmRSS:\s+(\d+) kB$/m), anon: field(/^RssAnon:\s+(\d+) kB$/m), file: field(/^RssFile:\s+(\d+) kB$/m) };
   } catch {
     return { rss: 0, anon: 0, file: 0 };
   }

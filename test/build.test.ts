@@ -2,15 +2,14 @@
 // the tsx loader. It answers as the sources do, hands scripts the lib modules bundled into it, and
 // its error log still names TypeScript files and lines.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buildServer, serverBundle, startArguments } from '../bin/build.ts';
-import type { TestDb, TestServer } from './helpers.ts';
-import { openTestDb, rawRequest, root, startTestServer, waitFor } from './helpers.ts';
-import type { Program } from './program.ts';
-import { databaseEnv, startProgram } from './program.ts';
+import type { TestServer } from './helpers.ts';
+import { rawRequest, root, startTestServer, waitFor } from './helpers.ts';
+import type { OwnProgram, Program } from './program.ts';
+import { startOwnProgram } from './program.ts';
 
 const fixtures = path.join(root, 'test/fixtures');
 // Links are absolute; one BASE_URL makes the built server's documents comparable byte for byte.
@@ -43,22 +42,18 @@ describe('npm run build', () => {
 });
 
 describe('the built server', () => {
-  let db: TestDb;
-  let dataDir: string;
+  let own: OwnProgram;
   let product: Program;
   let sources: TestServer;
 
   before(async () => {
-    db = await openTestDb();
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-data-'));
-    product = await startProgram({ ...databaseEnv(db, dataDir), BASE_URL: baseUrl });
-    sources = await startTestServer({ NODE_ENV: 'production', BASE_URL: baseUrl }, { db });
+    own = await startOwnProgram({ BASE_URL: baseUrl });
+    product = own.program;
+    sources = await startTestServer({ NODE_ENV: 'production', BASE_URL: baseUrl }, { db: own.db });
   });
   after(async () => {
-    product.remove();
     await sources.close();
-    await db.drop();
-    rmSync(dataDir, { recursive: true, force: true });
+    await own.close();
   });
 
   test('runs without the tsx loader', () => {
@@ -89,25 +84,18 @@ describe('the built server', () => {
 });
 
 describe('the built server\'s error log', () => {
-  let dataDir: string;
-  let db: TestDb;
+  let own: OwnProgram;
   let product: Program;
 
   before(async () => {
-    db = await openTestDb();
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-data-'));
-    product = await startProgram({
-      ...databaseEnv(db, dataDir),
+    own = await startOwnProgram({
       SCRIPTS_DIR: path.join(fixtures, 'scripts'),
       TEMPLATES_DIR: path.join(fixtures, 'templates'),
       REWRITE_RULES: path.join(fixtures, 'rewrite-rules.json'),
     });
+    product = own.program;
   });
-  after(async () => {
-    product.remove();
-    await db.drop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  after(() => own.close());
 
   test('names the line of a failing script', async () => {
     const res = await rawRequest(product.origin, '/boom');

@@ -5,16 +5,14 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import http from 'node:http';
-import { mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
 import { startArguments } from '../bin/build.ts';
-import type { TestDb } from './helpers.ts';
-import type { Program } from './program.ts';
-import { startProgram } from './program.ts';
-import { backend, openTestDb, rawRequest, root, waitFor } from './helpers.ts';
+import type { OwnProgram, Program } from './program.ts';
+import { startOwnProgram } from './program.ts';
+import { backend, rawRequest, root, waitFor } from './helpers.ts';
 
 const fixtures = path.join(root, 'test/fixtures');
 const fixtureEnv = {
@@ -27,23 +25,15 @@ const fixtureEnv = {
 };
 const onPostgres = backend === 'postgres' ? {} : { skip: 'WEB_CONCURRENCY > 1 needs PostgreSQL; run with DATABASE_URL' };
 
-let db: TestDb;
+let own: OwnProgram;
 let running: Program;
-let dataDir: string;
 
 before(async () => {
-  db = await openTestDb();
-  dataDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-data-'));
   // DEMO_DATA empty: the configuration's own default, as an operator's start would have it.
-  running = await startProgram({ ...fixtureEnv, DEMO_DATA: '', ...(backend === 'postgres'
-    ? { DATABASE_URL: db.url as string, WEB_CONCURRENCY: '2' }
-    : { DATABASE_URL: '', DATA_DIR: dataDir, WEB_CONCURRENCY: '1' }) });
+  own = await startOwnProgram({ ...fixtureEnv, DEMO_DATA: '', WEB_CONCURRENCY: backend === 'postgres' ? '2' : '1' });
+  running = own.program;
 });
-after(async () => {
-  running.remove();
-  await db.drop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+after(() => own.close());
 
 describe('worker processes', () => {
   test('a worker killed under load is replaced, and only requests in flight on it fail', onPostgres, async () => {

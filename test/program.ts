@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { buildServer, startArguments } from '../bin/build.ts';
 import type { TestDb } from './helpers.ts';
-import { backend, root, waitFor } from './helpers.ts';
+import { backend, openTestDb, root, waitFor } from './helpers.ts';
 
 export interface Program {
   child: ChildProcess;
@@ -23,6 +23,29 @@ let built: ReturnType<typeof buildServer> | undefined;
 /** The program's database: the test's PostgreSQL database, or PGlite in dataDir. */
 export function databaseEnv(db: TestDb, dataDir: string): Record<string, string> {
   return backend === 'postgres' ? { DATABASE_URL: db.url as string } : { DATABASE_URL: '', DATA_DIR: dataDir };
+}
+
+/** A started program with a database of its own; close() stops it and removes the database. */
+export interface OwnProgram {
+  program: Program;
+  db: TestDb;
+  close: () => Promise<void>;
+}
+
+/** startProgram on a new test database: the PostgreSQL test database, or PGlite in a new folder. */
+export async function startOwnProgram(env: Record<string, string> = {}): Promise<OwnProgram> {
+  const db = await openTestDb();
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-data-'));
+  const program = await startProgram({ ...databaseEnv(db, dataDir), ...env });
+  return {
+    program,
+    db,
+    close: async () => {
+      program.remove();
+      await db.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }
 
 export async function startProgram(env: Record<string, string>): Promise<Program> {
