@@ -7,11 +7,10 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buildServer, serverBundle, startArguments } from '../bin/build.ts';
 import type { TestServer } from './helpers.ts';
-import { rawRequest, root, startTestServer, waitFor } from './helpers.ts';
+import { fixtureEnv, rawRequest, root, startTestServer, waitFor } from './helpers.ts';
 import type { OwnProgram, Program } from './program.ts';
 import { startOwnProgram } from './program.ts';
 
-const fixtures = path.join(root, 'test/fixtures');
 // Links are absolute; one BASE_URL makes the built server's documents comparable byte for byte.
 const baseUrl = 'http://portfolio.test';
 
@@ -88,11 +87,7 @@ describe('the built server\'s error log', () => {
   let product: Program;
 
   before(async () => {
-    own = await startOwnProgram({
-      SCRIPTS_DIR: path.join(fixtures, 'scripts'),
-      TEMPLATES_DIR: path.join(fixtures, 'templates'),
-      REWRITE_RULES: path.join(fixtures, 'rewrite-rules.json'),
-    });
+    own = await startOwnProgram(fixtureEnv);
     product = own.program;
   });
   after(() => own.close());

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { createAccount } from '../lib/accounts.ts';
 import type { TestServer } from './helpers.ts';
 import { readJson, startTestServer } from './helpers.ts';
-import { asUser, csrfTokenOf, personBody, personRow, werkBody } from './change-helpers.ts';
+import { asUser, csrfTokenOf, personRow, werkBody } from './change-helpers.ts';
 import { basic, demo, logIn, logInAs, tokenOf } from './login-helpers.ts';
 
 let server: TestServer;

@@ -12,13 +12,10 @@ import { after, before, describe, test } from 'node:test';
 import { startArguments } from '../bin/build.ts';
 import type { OwnProgram, Program } from './program.ts';
 import { startOwnProgram } from './program.ts';
-import { backend, rawRequest, root, waitFor } from './helpers.ts';
+import { backend, fixtureEnv, rawRequest, root, waitFor } from './helpers.ts';
 
-const fixtures = path.join(root, 'test/fixtures');
-const fixtureEnv = {
-  SCRIPTS_DIR: path.join(fixtures, 'scripts'),
-  TEMPLATES_DIR: path.join(fixtures, 'templates'),
-  REWRITE_RULES: path.join(fixtures, 'rewrite-rules.json'),
+const programEnv = {
+  ...fixtureEnv,
   NODE_ENV: 'production',
   PORT: '0',
   HOST: '127.0.0.1',
@@ -30,7 +27,7 @@ let running: Program;
 
 before(async () => {
   // DEMO_DATA empty: the configuration's own default, as an operator's start would have it.
-  own = await startOwnProgram({ ...fixtureEnv, DEMO_DATA: '', WEB_CONCURRENCY: backend === 'postgres' ? '2' : '1' });
+  own = await startOwnProgram({ ...programEnv, DEMO_DATA: '', WEB_CONCURRENCY: backend === 'postgres' ? '2' : '1' });
   running = own.program;
 });
 after(() => own.close());
@@ -118,7 +115,7 @@ describe('SIGTERM', () => {
 describe('PGlite', () => {
   test('refuses WEB_CONCURRENCY > 1 with a message that says what to do', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
-      cwd: root, env: { ...process.env, ...fixtureEnv, DATABASE_URL: '', WEB_CONCURRENCY: '3', LOG_DIR: '-' },
+      cwd: root, env: { ...process.env, ...programEnv, DATABASE_URL: '', WEB_CONCURRENCY: '3', LOG_DIR: '-' },
     });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });

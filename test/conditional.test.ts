@@ -2,10 +2,9 @@
 // a 304 carries only validators and caching headers, and a per-user document can opt out of
 // shared caches.
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { TestServer } from './helpers.ts';
-import { root, startTestServer } from './helpers.ts';
+import { fixtureEnv, startTestServer } from './helpers.ts';
 
 describe('conditional requests', () => {
   let server: TestServer;
@@ -49,11 +48,7 @@ describe('conditional requests', () => {
 describe('per-user documents', () => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer({
-      SCRIPTS_DIR: path.join(root, 'test/fixtures/scripts'),
-      TEMPLATES_DIR: path.join(root, 'test/fixtures/templates'),
-      REWRITE_RULES: path.join(root, 'test/fixtures/rewrite-rules.json'),
-    });
+    server = await startTestServer(fixtureEnv);
   });
   after(() => server.close());
 

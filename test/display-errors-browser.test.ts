@@ -7,9 +7,8 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import type { TestServer } from './helpers.ts';
-import { launchChromium, missingTool, root, startTestServer } from './helpers.ts';
+import { fixtureEnv, launchChromium, missingTool, startTestServer } from './helpers.ts';
 
-const fixtures = path.join(root, 'test/fixtures');
 type PageWindow = { getComputedStyle(el: unknown): { backgroundColor: string } };
 const screenshot = path.join(os.tmpdir(), 'portfolio-display-errors.png');
 
@@ -20,12 +19,7 @@ const skip = missingTool('/usr/bin/chromium', 'chromium');
 
 before(async () => {
   if (skip) return;
-  server = await startTestServer({
-    DISPLAY_ERRORS: '1',
-    SCRIPTS_DIR: path.join(fixtures, 'scripts'),
-    TEMPLATES_DIR: path.join(fixtures, 'templates'),
-    REWRITE_RULES: path.join(fixtures, 'rewrite-rules.json'),
-  });
+  server = await startTestServer({ ...fixtureEnv, DISPLAY_ERRORS: '1' });
   browser = await launchChromium();
 });
 after(async () => {

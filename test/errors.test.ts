@@ -6,15 +6,10 @@ import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { TestDb, TestServer } from './helpers.ts';
-import { openTestDb, rawRequest, root, startTestServer, waitFor } from './helpers.ts';
+import { fixtureEnv, openTestDb, rawRequest, root, startTestServer, waitFor } from './helpers.ts';
 
 const fixtures = path.join(root, 'test/fixtures');
 const errorLinePrefix = /^\[(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{2} \d{2}:\d{2}:\d{2}\.\d{6} \d{4}\] \[app:(error|warn)\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] /;
-const fixtureEnv = {
-  SCRIPTS_DIR: path.join(fixtures, 'scripts'),
-  TEMPLATES_DIR: path.join(fixtures, 'templates'),
-  REWRITE_RULES: path.join(fixtures, 'rewrite-rules.json'),
-};
 
 let db: TestDb;
 let production: TestServer;

@@ -21,6 +21,13 @@ import { createApp } from '../server.ts';
 export const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const backend = process.env.DATABASE_URL ? 'postgres' : 'pglite';
 
+/** The test scripts, templates and rewrite table in test/fixtures (boom, warn, slow and others) instead of the site's. */
+export const fixtureEnv = {
+  SCRIPTS_DIR: path.join(root, 'test/fixtures/scripts'),
+  TEMPLATES_DIR: path.join(root, 'test/fixtures/templates'),
+  REWRITE_RULES: path.join(root, 'test/fixtures/rewrite-rules.json'),
+};
+
 export interface TestDb {
   db: Db;
   url: string | null;
