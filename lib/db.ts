@@ -63,14 +63,29 @@ export function openPostgres(options: PostgresOptions): Db {
     connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
     idleTimeoutMillis: 30_000,
     statement_timeout: options.statementTimeoutMs,
-    // The server enforces statement_timeout only while it runs; a server that hangs (stopped,
-    // unreachable) is given up on here, so no request waits longer than the statement would.
-    query_timeout: options.statementTimeoutMs + 1000,
     idle_in_transaction_session_timeout: options.statementTimeoutMs * 2,
     application_name: 'portfolio',
   });
   // An idle client that loses its server emits here; without a listener the process dies.
   pool.on('error', (err) => options.onError?.(err));
+  // The server enforces statement_timeout only while it runs; a server that hangs (stopped,
+  // unreachable) is given up on here, so no request waits much longer than the statement would.
+  const watchdog = new ReadWatchdog(pool, options.statementTimeoutMs + 1000, options.onError);
+
+  /** One statement on a connection of the pool, watched; pool.query would set a timer per statement. */
+  const runOnPool = async (config: pg.QueryConfig | string): Promise<pg.QueryResult> => {
+    const client = await pool.connect();
+    let broken = false;
+    try {
+      return await watchdog.query(client, config);
+    } catch (err) {
+      // A statement the server refused leaves the connection ready for the next one.
+      broken = isUnavailable(err);
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  };
 
   const wrap = async <T>(run: () => Promise<T>): Promise<T> => {
     try {
@@ -83,10 +98,10 @@ export function openPostgres(options: PostgresOptions): Db {
   return {
     kind: 'postgres',
     query: <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) =>
-      wrap(async () => (await pool.query(toConfig(sql, params, queryOptions))).rows as R[]),
-    exec: (sql) => wrap(async () => { await pool.query(sql); }),
+      wrap(async () => (await runOnPool(toConfig(sql, params, queryOptions))).rows as R[]),
+    exec: (sql) => wrap(async () => { await runOnPool(sql); }),
     transaction: async (fn) => {
-      const attempt = await wrap(() => attemptTransaction(pool, fn, options.onError));
+      const attempt = await wrap(() => attemptTransaction(pool, watchdog, fn));
       if (attempt.committed) return attempt.result;
       return settleCommit(attempt, {
         connectionString: options.connectionString,
@@ -95,8 +110,75 @@ export function openPostgres(options: PostgresOptions): Db {
         onWarning: options.onWarning,
       });
     },
-    close: () => pool.end(),
+    close: async () => {
+      watchdog.stop();
+      await pool.end();
+    },
   };
+}
+
+const started = Symbol('read watchdog: tick the running statement started at, 0 when idle');
+const timedOut = Symbol('read watchdog: the connection was cut for want of an answer');
+type WatchedClient = pg.PoolClient & { [started]?: number; [timedOut]?: boolean };
+
+/**
+ * Gives up on statements that get no answer within timeoutMs, as node-postgres's query_timeout
+ * does, but with one timer for the whole pool instead of one per statement: a clock that ticks
+ * four times a second, and each connection stamped with the tick its statement started at.
+ * Under load the per-statement timers kept every statement's objects alive until the next
+ * garbage collection of the old generation (sixfold the full collections, bench/results.md).
+ * A connection past its time is cut: its statement fails as unavailable (503) and the pool
+ * drops it. The answer comes between timeoutMs and timeoutMs + 250 ms.
+ */
+class ReadWatchdog {
+  static readonly tickMs = 250;
+  private tick = 1;
+  private readonly clients = new Set<WatchedClient>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(pool: pg.Pool, private readonly timeoutMs: number, onError?: (err: Error) => void) {
+    pool.on('connect', (client) => {
+      this.clients.add(client as WatchedClient);
+      // A checked-out connection that fails between statements emits here; without a listener
+      // the process dies. Its next statement then fails as unavailable. An idle connection's
+      // error is the pool's to report (its own listener, pool.on('error') above).
+      client.on('error', (err) => {
+        if (client.listenerCount('error') === 1) onError?.(err);
+      });
+    });
+    pool.on('remove', (client) => this.clients.delete(client as WatchedClient));
+    this.timer = setInterval(() => this.check(), ReadWatchdog.tickMs).unref();
+  }
+
+  async query(client: pg.PoolClient, config: pg.QueryConfig | string): Promise<pg.QueryResult> {
+    const watched = client as WatchedClient;
+    watched[started] = this.tick;
+    try {
+      return await client.query(config);
+    } catch (err) {
+      // The message node-postgres's query_timeout gives, so logs read the same.
+      if (watched[timedOut]) throw new Error('Query read timeout', { cause: err });
+      throw err;
+    } finally {
+      watched[started] = 0;
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private check(): void {
+    this.tick++;
+    const limit = Math.ceil(this.timeoutMs / ReadWatchdog.tickMs);
+    for (const client of this.clients) {
+      const since = client[started] ?? 0;
+      if (since === 0 || this.tick - since < limit) continue;
+      client[timedOut] = true;
+      client[started] = 0;
+      (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+    }
+  }
 }
 
 type Attempt<T> = { committed: true; result: T } | { committed: false; result: T; mark: CommitMark; failure: Error };
@@ -106,29 +188,28 @@ type Attempt<T> = { committed: true; result: T } | { committed: false; result: T
  * server refused did not commit; a COMMIT that got no answer, or whose connection broke, may
  * have committed or not (the server may read it after the client gave up): the attempt says so.
  */
-async function attemptTransaction<T>(pool: pg.Pool, fn: (tx: Queryable) => Promise<T>, onError?: (err: Error) => void): Promise<Attempt<T>> {
+async function attemptTransaction<T>(pool: pg.Pool, watchdog: ReadWatchdog, fn: (tx: Queryable) => Promise<T>): Promise<Attempt<T>> {
   const client = await pool.connect();
-  const onClientError = (err: Error) => onError?.(err);
-  client.on('error', onClientError);
+  const run = (config: pg.QueryConfig | string) => watchdog.query(client, config);
   // A connection whose server went away or stopped answering is not used again; when it ends,
   // the server rolls back whatever it had not committed.
   let broken = false;
   try {
-    const [, marked] = (await client.query(beginWithMark)) as unknown as [pg.QueryResult, pg.QueryResult<CommitMark>];
+    const [, marked] = (await run(beginWithMark)) as unknown as [pg.QueryResult, pg.QueryResult<CommitMark>];
     const mark = marked.rows[0] as CommitMark;
     let result: T;
     try {
       result = await fn({
         query: async <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) =>
-          (await client.query(toConfig(sql, params, queryOptions))).rows as R[],
-        exec: async (sql) => { await client.query(sql); },
+          (await run(toConfig(sql, params, queryOptions))).rows as R[],
+        exec: async (sql) => { await run(sql); },
       });
     } catch (err) {
-      broken = isUnavailable(err) || !(await rollBack(client));
+      broken = isUnavailable(err) || !(await rollBack(run));
       throw err;
     }
     try {
-      await client.query('COMMIT');
+      await run('COMMIT');
       return { committed: true, result };
     } catch (err) {
       if (!isUnavailable(err)) throw err; // the server answered: it did not commit
@@ -139,14 +220,13 @@ async function attemptTransaction<T>(pool: pg.Pool, fn: (tx: Queryable) => Promi
     if (isUnavailable(err)) broken = true;
     throw err;
   } finally {
-    client.off('error', onClientError);
     client.release(broken);
   }
 }
 
-async function rollBack(client: pg.PoolClient): Promise<boolean> {
+async function rollBack(run: (sql: string) => Promise<unknown>): Promise<boolean> {
   try {
-    await client.query('ROLLBACK');
+    await run('ROLLBACK');
     return true;
   } catch {
     return false;
