@@ -19,7 +19,7 @@ import { DbUnavailableError, openPglite, openPostgres } from './lib/db.ts';
 import { renderErrorPage } from './lib/display-errors.ts';
 import { formatAuthFailure, formatErrorLine } from './lib/error-log.ts';
 import { HttpError, NoContent, Redirect } from './lib/http-error.ts';
-import { createHttpServer } from './lib/http-server.ts';
+import { createHttpServer, lingerAfterAnswer } from './lib/http-server.ts';
 import { LogFile } from './lib/log-file.ts';
 import { LoginThrottle } from './lib/login-throttle.ts';
 import { effectiveMethod } from './lib/method-override.ts';
@@ -301,6 +301,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     const format = suffix ?? negotiateErrorFormat(ex.req.headers.accept);
     const headers: Record<string, string> = { 'cache-control': 'no-store', ...err.options.headers };
     if (err.options.allow) headers.allow = err.options.allow.join(', ');
+    if (headers.connection === 'close') lingerAfterAnswer(ex.req);
     const title = http.STATUS_CODES[err.status] ?? 'Error';
     const problem = { type: err.options.type ?? 'about:blank', title, status: err.status, detail: err.message };
     const errors = err.options.errors ?? [];

@@ -67,6 +67,33 @@ export function stopAccepting(server: http.Server, onClosed: () => void): void {
   net.Server.prototype.close.call(server, () => onClosed());
 }
 
+const lingerMs = 1000;
+const lingerBytes = 4 * 1024 * 1024;
+
+/**
+ * Apache's lingering close, for an answer that ends a connection while the client is still
+ * sending its body (413): the connection is half-closed after the answer and what still arrives
+ * is read and dropped for up to a second or 4 MiB. Closed at once, the server's kernel would
+ * answer the next bytes with a reset, and a client still writing could lose the answer unread.
+ */
+export function lingerAfterAnswer(req: IncomingMessage): void {
+  if (req.complete) return;
+  const socket = req.socket as Socket & { destroySoon?: () => void };
+  // http.Server calls destroySoon() once an answer with Connection: close is written.
+  socket.destroySoon = () => {
+    let taken = 0;
+    const cut = () => socket.destroy();
+    const timer = setTimeout(cut, lingerMs);
+    socket.once('close', () => clearTimeout(timer));
+    // The HTTP parser keeps reading the body and drops it (the request is not consumed).
+    socket.on('data', (chunk: Buffer) => {
+      taken += chunk.length;
+      if (taken > lingerBytes) cut();
+    });
+    socket.end();
+  };
+}
+
 /**
  * What node's default clientError handler does, plus the access-log line Apache writes for a
  * request it refuses: the request line as received, escaped, with the status.
