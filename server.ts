@@ -10,7 +10,7 @@ import createDebug from 'debug';
 import type { AccessEntry } from './lib/access-log.ts';
 import { formatAccessLine } from './lib/access-log.ts';
 import { handleSignals, runPrimary, runsWorkers } from './lib/cluster.ts';
-import { RequestAuth } from './lib/auth.ts';
+import { deferredSession, RequestAuth } from './lib/auth.ts';
 import { createBodyReader, maxBodyBytes } from './lib/body.ts';
 import type { Config } from './lib/config.ts';
 import { projectRoot, readConfig } from './lib/config.ts';
@@ -189,9 +189,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       remember: async (key, compute) => results.get(await (version ??= dataVersion.current()), key, compute),
       identify: () => (cacheable ? refuseAuth() : authOf().identify()),
       authenticate: (username, password) => (cacheable ? refuseAuth() : authOf().authenticate(username, password)),
-      get session() {
-        return cacheable ? refuseAuth() : authOf().session;
-      },
+      session: deferredSession(() => (cacheable ? refuseAuth() : authOf().session)),
       body: readRequestBody,
     };
     const produce = async (): Promise<Produced> => {

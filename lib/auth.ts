@@ -39,6 +39,24 @@ export interface SessionControl {
   end(): Promise<void>;
 }
 
+/**
+ * A SessionControl that finds the real one when a method is first called. The front gives
+ * every request one of these instead of a `get session()` accessor: an object literal with an
+ * accessor gets a hidden class of its own per request, and the dead classes, collected only
+ * with the old generation, kept each request's objects alive through every young collection:
+ * under load a person page moved about 10 KB per request into the old generation, and the
+ * server ran a full collection every few thousand requests (docs/robustness.md).
+ */
+export function deferredSession(find: () => SessionControl): SessionControl {
+  return {
+    expired: () => find().expired(),
+    csrfToken: () => find().csrfToken(),
+    checkCsrf: (token) => find().checkCsrf(token),
+    start: (account) => find().start(account),
+    end: () => find().end(),
+  };
+}
+
 export type FailureReason = 'user not found' | 'Password Mismatch';
 
 export interface AuthOptions {
