@@ -40,12 +40,12 @@ export interface SessionControl {
 }
 
 /**
- * A SessionControl that finds the real one when a method is first called. The front gives
+ * A SessionControl that asks find() for the real one when a method is called. The front gives
  * every request one of these instead of a `get session()` accessor: an object literal with an
  * accessor gets a hidden class of its own per request, and the dead classes, collected only
  * with the old generation, kept each request's objects alive through every young collection:
  * under load a person page moved about 10 KB per request into the old generation, and the
- * server ran a full collection every few thousand requests (docs/robustness.md).
+ * server ran a full collection every few thousand requests (README, Benchmark).
  */
 export function deferredSession(find: () => SessionControl): SessionControl {
   return {

@@ -127,7 +127,7 @@ type WatchedClient = pg.PoolClient & { [started]?: number; [timedOut]?: boolean 
  * four times a second, and each connection stamped with the tick its statement started at.
  * Under load, per-statement timers made statement objects outlive the young generation: a
  * hand-written server with this pool had 7 full collections in 35,000 requests instead of 1
- * (docs/robustness.md).
+ * (README, Benchmark).
  * A connection past its time is cut: its statement fails as unavailable (503) and the pool
  * drops it. The answer comes between timeoutMs and timeoutMs + 250 ms.
  */
