@@ -1,11 +1,11 @@
 // Turns a script's Document into the chosen representation: HTML through the script's
-// EJS template, XML through one fast-xml-parser builder call, or JSON.
-import { XMLBuilder, type XmlBuilderOptions } from 'fast-xml-parser';
+// EJS template, XML through one writeXml call (lib/xml.ts), or JSON.
 import type { PageUser } from './auth.ts';
 import type { Format } from './negotiate.ts';
 import { formats, mediaTypes } from './negotiate.ts';
 import type { Document, LinkFn, ScriptModule } from './script.ts';
 import type { Templates } from './templates.ts';
+import { writeXml } from './xml.ts';
 
 export interface Alternate {
   format: Format;
@@ -26,69 +26,10 @@ export interface PageInfo {
   user?: PageUser | null;
 }
 
-// Scripts write XML trees the way fast-xml-parser reads them: attributes as '@_name' keys, text
-// beside them as '#text'. buildXml hands the builder a copy with every string escaped in one
-// pass (the builder's own entity processing runs a replace per entity per value and halved the
-// XML throughput of a person page) and each node's attributes in one group object, which the
-// builder turns into text in one loop instead of testing every key for the prefix (about 8% less
-// time for a person with 50 works, the same bytes). Forbidden characters are replaced in the
-// same pass over each string, not by a scan of the whole document. jPath: false spares the
-// builder a path string for every node (nothing here reads one).
-const attributePrefix = '@_';
-const attributeGroup = '$';
-const xmlBuilder = new XMLBuilder({
-  ignoreAttributes: false,
-  attributesGroupName: attributeGroup,
-  attributeNamePrefix: '',
-  textNodeName: '#text',
-  format: true,
-  indentBy: '  ',
-  suppressEmptyNode: true,
-  // XML has no boolean attributes: by default the builder writes ueberfaellig="true" as a bare
-  // `ueberfaellig`, which is not well-formed.
-  suppressBooleanAttributes: false,
-  processEntities: false,
-  jPath: false, // a documented builder option its type declarations do not list yet
-} as XmlBuilderOptions);
-
-// Characters XML 1.0 forbids even when escaped: a stored control character or a lone surrogate
-// becomes U+FFFD, so it cannot make the document ill-formed.
-const xmlForbidden = /[\x00-\x08\x0B\x0C\x0E-\x1F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-// Anything escapeXml may have to change; surrogates in pairs match too and come out unchanged.
-const xmlUnsafe = /[&<>"'\x00-\x08\x0B\x0C\x0E-\x1F\uD800-\uDFFF\uFFFE\uFFFF]/;
-const xmlSpecialAll = /[&<>"']/g;
-const xmlEntities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };
-
-function escapeXml(text: string): string {
-  if (!xmlUnsafe.test(text)) return text;
-  return text.replace(xmlForbidden, '\uFFFD').replace(xmlSpecialAll, (c) => xmlEntities[c] as string);
-}
-
-/**
- * The copy of a script's tree the builder gets: every string (text and attribute values)
- * escaped, and a node's '@_name' keys moved into its attribute group. Element names come from
- * the scripts, never from data, so the strings are all that needs escaping.
- */
-function builderTree(node: unknown): unknown {
-  if (typeof node === 'string') return escapeXml(node);
-  if (node === null || typeof node !== 'object') return node;
-  if (Array.isArray(node)) return node.map(builderTree);
-  const copy: Record<string, unknown> = {};
-  let attributes: Record<string, unknown> | undefined;
-  for (const key of Object.keys(node)) {
-    const value = builderTree((node as Record<string, unknown>)[key]);
-    if (!key.startsWith(attributePrefix)) copy[key] = value;
-    // An attribute without a value is left out, as the builder does with ungrouped ones.
-    else if (value !== undefined && value !== null) (attributes ??= {})[key.slice(attributePrefix.length)] = value;
-  }
-  if (attributes) copy[attributeGroup] = attributes;
-  return copy;
-}
-
 const xmlDeclaration = '<?xml version="1.0" encoding="UTF-8"?>\n';
 
 export function buildXml(tree: Record<string, unknown>): string {
-  return xmlDeclaration + xmlBuilder.build(builderTree(tree));
+  return xmlDeclaration + writeXml(tree);
 }
 
 export function buildJson(value: unknown): string {

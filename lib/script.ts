@@ -78,7 +78,7 @@ export interface ScriptModule {
   DELETE?: (req: ScriptRequest) => Promise<Outcome>;
   /** The JSON representation of the data; the data itself when absent. */
   toJson?: (data: never, link: LinkFn) => unknown;
-  /** The XML tree (one root) for fast-xml-parser's builder; required for XML. */
+  /** The XML tree (one root) for writeXml (lib/xml.ts): '@_name' attributes, '#text' text; required for XML. */
   toXml?: (data: never, link: LinkFn) => Record<string, unknown>;
   /**
    * True when GET's document depends on nothing but the URL and the data (no session, no
