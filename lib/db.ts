@@ -185,7 +185,9 @@ class ReadWatchdog {
     this.tick++;
     for (const client of this.clients) {
       const since = client[started] ?? 0;
-      if (since === 0 || this.tick - since < this.limit) continue;
+      // Cut after more than limit ticks: a stamp may fall just before a tick, so it takes limit + 1
+      // ticks to be sure of timeoutMs.
+      if (since === 0 || this.tick - since <= this.limit) continue;
       client[timedOut] = true;
       client[started] = 0;
       (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
