@@ -72,36 +72,35 @@ export function openPostgres(options: PostgresOptions): Db {
   // unreachable) is given up on here, so no request waits much longer than the statement would.
   const watchdog = new ReadWatchdog(pool, options.statementTimeoutMs + 1000, options.onError);
 
-  /** One statement on a connection of the pool, watched; pool.query would set a timer per statement. */
-  const runOnPool = async (config: pg.QueryConfig | string): Promise<pg.QueryResult> => {
-    const client = await pool.connect();
+  /**
+   * One statement on a connection of the pool, watched (pool.query would set a timer per
+   * statement), with its rows; failures come out classified. One async layer: each more costs
+   * every statement a promise and a turn of the microtask queue.
+   */
+  const runOnPool = async <R>(config: pg.QueryConfig | string): Promise<R[]> => {
+    let client: pg.PoolClient | undefined;
     let broken = false;
     try {
-      return await watchdog.query(client, config);
+      client = await pool.connect();
+      return (await watchdog.query(client, config)).rows as R[];
     } catch (err) {
+      const failure = classifyError(err);
       // A statement the server refused leaves the connection ready for the next one.
-      broken = isUnavailable(err);
-      throw err;
+      broken = failure instanceof DbUnavailableError;
+      throw failure;
     } finally {
-      client.release(broken);
-    }
-  };
-
-  const wrap = async <T>(run: () => Promise<T>): Promise<T> => {
-    try {
-      return await run();
-    } catch (err) {
-      throw classifyError(err);
+      client?.release(broken);
     }
   };
 
   return {
     kind: 'postgres',
-    query: <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) =>
-      wrap(async () => (await runOnPool(toConfig(sql, params, queryOptions))).rows as R[]),
-    exec: (sql) => wrap(async () => { await runOnPool(sql); }),
+    query: <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) => runOnPool<R>(toConfig(sql, params, queryOptions)),
+    exec: async (sql) => { await runOnPool(sql); },
     transaction: async (fn) => {
-      const attempt = await wrap(() => attemptTransaction(pool, watchdog, fn));
+      const attempt = await attemptTransaction(pool, watchdog, fn).catch((err: unknown) => {
+        throw classifyError(err);
+      });
       if (attempt.committed) return attempt.result;
       return settleCommit(attempt, {
         connectionString: options.connectionString,
