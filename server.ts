@@ -206,7 +206,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       if (outcome instanceof Redirect || outcome instanceof NoContent) return outcome;
       // 8a. Render.
       const alternates = alternatesOf(outcome.path, available, link);
-      const body = renderDocument({
+      const text = renderDocument({
         format, scriptName: name, script, doc: outcome, link, templates,
         page: {
           title: outcome.title, base: basePath + '/', canonical: link(outcome.path), alternates,
@@ -214,6 +214,10 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
           user: ex.account ?? null,
         },
       });
+      // Encoded once: the ETag, Content-Length and the socket then share the bytes. Given the
+      // string, the hash and the socket each encode it and Content-Length counts it: 17 µs
+      // against 10 µs for a person with 50 works.
+      const body = Buffer.from(text);
       return { doc: outcome, alternates, body, etag: etagOf(body) };
     };
     const produced = cacheable
@@ -393,7 +397,7 @@ async function prepare(config: Config, givenDb: Db | undefined, logError: App['l
 }
 
 /** A script's answer: a redirect, 204, or its document rendered in the chosen representation. */
-type Produced = Redirect | NoContent | { doc: Document; alternates: Alternate[]; body: string; etag: string };
+type Produced = Redirect | NoContent | { doc: Document; alternates: Alternate[]; body: Buffer; etag: string };
 
 interface Target {
   /** Percent-decoded path. */
