@@ -7,6 +7,19 @@ import ejs from 'ejs';
 export type Locals = { page: unknown; data: unknown };
 type Template = (locals: Locals) => string;
 
+// What <%= writes: ejs's own escaping, with its entities, but a value with nothing to escape
+// (nearly all of them) is tested instead of run through a global replace with a callback. ejs's
+// escapeXML was 42% of the time of rendering a person with 50 works (30.7 µs).
+const htmlSpecial = /[&<>'"]/;
+const htmlSpecialAll = /[&<>'"]/g;
+const htmlEntities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&#34;', "'": '&#39;' };
+
+export function escapeHtml(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  const text = String(value);
+  return htmlSpecial.test(text) ? text.replace(htmlSpecialAll, (c) => htmlEntities[c] as string) : text;
+}
+
 export class Templates {
   private readonly dir: string;
   private readonly reload: boolean;
@@ -38,6 +51,7 @@ export class Templates {
       cache: !this.reload,
       strict: true,
       _with: false,
+      escape: escapeHtml,
       destructuredLocals: ['page', 'data'],
       compileDebug: true,
       async: false,

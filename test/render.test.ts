@@ -1,9 +1,11 @@
 // buildXml (lib/render.ts) on its own: what scripts hand it is a plain tree with '@_' attributes;
-// what comes out must be well-formed whatever the strings hold.
+// what comes out must be well-formed whatever the strings hold. And the templates' escaping.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, test } from 'node:test';
+import ejs from 'ejs';
 import { buildXml } from '../lib/render.ts';
+import { escapeHtml } from '../lib/templates.ts';
 import { missingTool } from './helpers.ts';
 
 describe('buildXml', () => {
@@ -47,5 +49,12 @@ describe('buildXml', () => {
   test('lists: repeated elements, each with its attributes', () => {
     const xml = buildXml({ werke: { werk: [{ '@_ref': '/werk/1', '#text': 'Eins' }, { '@_ref': '/werk/2', '#text': 'Zwei' }] } });
     assert.equal(xml, '<?xml version="1.0" encoding="UTF-8"?>\n<werke>\n  <werk ref="/werk/1">Eins</werk>\n  <werk ref="/werk/2">Zwei</werk>\n</werke>\n');
+  });
+});
+
+describe('escapeHtml', () => {
+  test("writes what ejs's own escaping writes, for text with and without markup and for other values", () => {
+    const values = ['', 'plain', 'Müller & Söhne', `<script>alert("x")</script>`, "it's", '&amp;', 0, 42, true, null, undefined, { toString: () => '<o>' }];
+    for (const value of values) assert.equal(escapeHtml(value), ejs.escapeXML(value as string), String(value));
   });
 });
