@@ -20,7 +20,15 @@ export class LogFile {
   /** Error codes already reported: each is told once, not once per line. */
   readonly #reported = new Set<string>();
   #closed = false;
+  /**
+   * Lines of this turn of the event loop, written together at its end: under load one write
+   * carries the lines of many requests, where a write per line cost each request a stream write
+   * and a file-system callback.
+   */
+  #pending = '';
+  #flushTimer: NodeJS.Immediate | null = null;
   readonly #onStreamError = (err: Error) => this.#report(err);
+  readonly #flushNow = () => this.#flush();
 
   constructor(target: string, stream: NodeJS.WritableStream) {
     this.#target = target;
@@ -40,11 +48,22 @@ export class LogFile {
       this.#queue.push(line);
       return;
     }
+    this.#pending += `${line}\n`;
+    this.#flushTimer ??= setImmediate(this.#flushNow);
+  }
+
+  /** Hands the pending lines to the file or stream. */
+  #flush(): void {
+    if (this.#flushTimer) clearImmediate(this.#flushTimer);
+    this.#flushTimer = null;
+    const text = this.#pending;
+    this.#pending = '';
+    if (text === '') return;
     if (this.#failedAt !== 0) {
       if (Date.now() - this.#failedAt < retryAfterMs) return;
       this.#out = this.#openFile();
     }
-    this.#out.write(`${line}\n`);
+    this.#out.write(text);
   }
 
   /**
@@ -54,6 +73,7 @@ export class LogFile {
    */
   reopen(): void {
     if (this.#target === '-' || this.#queue || this.#closed) return;
+    this.#flush();
     const old = this.#out;
     this.#queue = [];
     this.#reopened = new Promise((resolve) => {
@@ -71,6 +91,7 @@ export class LogFile {
   /** Resolves when every line written so far has been handed to the file or stream. */
   async close(): Promise<void> {
     if (this.#closed) return;
+    this.#flush();
     this.#closed = true;
     await this.#reopened;
     const out = this.#out;
