@@ -140,15 +140,17 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
 
     // 5. Check the method. A change requested from another site is refused before anything
     //    is read (CONTRACT 5: Origin must match); a POST may run as PUT or DELETE (_method).
-    const allow = allowedMethods(script);
-    if (req.method === 'OPTIONS') return sendEmpty(ex, 204, { allow: allow.join(', ') });
+    if (req.method === 'OPTIONS') return sendEmpty(ex, 204, { allow: allowedMethods(script).join(', ') });
     if (req.method !== 'GET' && req.method !== 'HEAD' && req.headers.origin !== undefined && req.headers.origin !== origin) {
       throw new HttpError(403, `A ${req.method} from ${req.headers.origin.slice(0, 100)} is not accepted here; send it from ${origin}.`);
     }
     const readRequestBody = createBodyReader(req);
     const method = await effectiveMethod(req, readRequestBody);
     const handler = handlerOf(script, method);
-    if (!handler) throw new HttpError(405, `${method} is not supported here; use ${allow.join(', ')}.`, { allow });
+    if (!handler) {
+      const allow = allowedMethods(script);
+      throw new HttpError(405, `${method} is not supported here; use ${allow.join(', ')}.`, { allow });
+    }
 
     // 6. Choose the representation.
     const available = formatsOf(script);

@@ -36,10 +36,20 @@ export function buildJson(value: unknown): string {
   return JSON.stringify(value, null, 2) + '\n';
 }
 
+const formatsByScript = new WeakMap<ScriptModule, Format[]>();
+
 /** The representations a script offers: HTML always, XML when it maps its data to a tree. */
 export function formatsOf(script: ScriptModule): Format[] {
-  return formats.filter((f) => f !== 'xml' || script.toXml !== undefined);
+  let offered = formatsByScript.get(script);
+  if (!offered) {
+    offered = formats.filter((f) => f !== 'xml' || script.toXml !== undefined);
+    formatsByScript.set(script, offered);
+  }
+  return offered;
 }
+
+// The media types without their parameters, as the Link header and <link rel="alternate"> give them.
+const typeNames = Object.fromEntries(formats.map((f) => [f, mediaTypes[f].split(';')[0] as string])) as Record<Format, string>;
 
 /** /search?query=… becomes /search.xml?query=…; the start page's are /index.html etc. */
 export function alternatesOf(path: string, available: readonly Format[], link: LinkFn): Alternate[] {
@@ -47,7 +57,7 @@ export function alternatesOf(path: string, available: readonly Format[], link: L
   const pathname = mark === -1 ? path : path.slice(0, mark);
   const query = mark === -1 ? '' : path.slice(mark);
   const stem = pathname === '/' ? '/index' : pathname;
-  return available.map((format) => ({ format, type: mediaTypes[format].split(';')[0] as string, href: link(`${stem}.${format}${query}`) }));
+  return available.map((format) => ({ format, type: typeNames[format], href: link(`${stem}.${format}${query}`) }));
 }
 
 export interface RenderOptions {
