@@ -67,10 +67,14 @@ export class ScriptLoader {
     if (ready) return ready;
     const file = this.fileOf(name);
     const cached = this.compiled.get(file);
-    if (cached && (!this.reload || isCurrent(cached))) return cached.exports as ScriptModule;
-    const loading = this.compiling.then(() => this.use(file, []));
-    this.compiling = loading.catch(() => undefined);
-    const script = (await loading).exports as ScriptModule;
+    let script: ScriptModule;
+    if (cached && (!this.reload || isCurrent(cached))) {
+      script = cached.exports as ScriptModule;
+    } else {
+      const loading = this.compiling.then(() => this.use(file, []));
+      this.compiling = loading.catch(() => undefined);
+      script = (await loading).exports as ScriptModule;
+    }
     if (!this.reload) this.ready.set(name, script);
     return script;
   }
