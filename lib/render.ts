@@ -36,16 +36,9 @@ export function buildJson(value: unknown): string {
   return JSON.stringify(value, null, 2) + '\n';
 }
 
-const formatsByScript = new WeakMap<ScriptModule, Format[]>();
-
 /** The representations a script offers: HTML always, XML when it maps its data to a tree. */
 export function formatsOf(script: ScriptModule): Format[] {
-  let offered = formatsByScript.get(script);
-  if (!offered) {
-    offered = formats.filter((f) => f !== 'xml' || script.toXml !== undefined);
-    formatsByScript.set(script, offered);
-  }
-  return offered;
+  return formats.filter((f) => f !== 'xml' || script.toXml !== undefined);
 }
 
 // The media types without their parameters, as the Link header and <link rel="alternate"> give them.

@@ -39,8 +39,6 @@ export class ScriptLoader {
   private known: Set<string>;
   /** Compiled scripts and helpers by file; one instance of each, shared by all that import it. */
   private readonly compiled = new Map<string, CompiledModule>();
-  /** In production, scripts by name once compiled: a request then needs no path and no file check. */
-  private readonly ready = new Map<string, ScriptModule>();
   /** Compiling goes one script at a time, so a helper two scripts import is compiled once. */
   private compiling: Promise<unknown> = Promise.resolve();
 
@@ -63,20 +61,12 @@ export class ScriptLoader {
 
   /** The compiled module of scripts/<name>.ts; the name must pass exists() first. */
   async load(name: string): Promise<ScriptModule> {
-    const ready = this.ready.get(name);
-    if (ready) return ready;
     const file = this.fileOf(name);
     const cached = this.compiled.get(file);
-    let script: ScriptModule;
-    if (cached && (!this.reload || isCurrent(cached))) {
-      script = cached.exports as ScriptModule;
-    } else {
-      const loading = this.compiling.then(() => this.use(file, []));
-      this.compiling = loading.catch(() => undefined);
-      script = (await loading).exports as ScriptModule;
-    }
-    if (!this.reload) this.ready.set(name, script);
-    return script;
+    if (cached && (!this.reload || isCurrent(cached))) return cached.exports as ScriptModule;
+    const loading = this.compiling.then(() => this.use(file, []));
+    this.compiling = loading.catch(() => undefined);
+    return (await loading).exports as ScriptModule;
   }
 
   fileOf(name: string): string {
