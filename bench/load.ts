@@ -1,5 +1,7 @@
-// One measured load run: autocannon against a server for a fixed time with a fresh path per
-// request, while the server's resident memory is sampled from /proc.
+// Measured load: autocannon against a server with a fresh path per request, while the server's
+// resident memory is sampled from /proc. A measurement may be cut into slices that take turns
+// with another server's (bench/run.ts); the slices' counts and latency histograms are then
+// added up into one result with autocannon's own aggregateResult.
 import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 
@@ -22,27 +24,59 @@ export interface LoadResult {
   peakRssMb: number;
 }
 
-export async function runLoad(options: LoadOptions): Promise<LoadResult> {
+/** One slice as autocannon reports it with skipAggregateResult (its histograms still encoded). */
+export interface Slice {
+  raw: { totalCompletedRequests: number; duration: number };
+  origin: string;
+  connections: number;
+  peakRssKb: number;
+}
+
+// Not in @types/autocannon: adds up results run with skipAggregateResult.
+const { aggregateResult } = autocannon as unknown as {
+  aggregateResult: (results: unknown[], opts: { url: string; connections: number }) => autocannon.Result;
+};
+
+/** One run, not yet aggregated, with the server's peak RSS during it. */
+export async function runSlice(options: LoadOptions): Promise<Slice> {
   let peakRssKb = readRssKb(options.pid);
   const sampler = setInterval(() => { peakRssKb = Math.max(peakRssKb, readRssKb(options.pid)); }, 100);
   try {
-    const result = await autocannon({
+    const raw = await autocannon({
       url: options.origin,
       connections: options.connections,
       duration: options.seconds,
+      skipAggregateResult: true,
       requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: options.nextPath() }) }],
-    });
-    return {
-      requestsPerSecond: result.requests.total / options.seconds,
-      p50: result.latency.p50,
-      p99: result.latency.p99,
-      errors: result.errors + result.timeouts,
-      non2xx: result.non2xx,
-      peakRssMb: peakRssKb / 1024,
-    };
+    }) as unknown as Slice['raw'];
+    return { raw, origin: options.origin, connections: options.connections, peakRssKb };
   } finally {
     clearInterval(sampler);
   }
+}
+
+/**
+ * The slices of one server as one result: requests over the seconds they took (each slice's
+ * duration as autocannon measured it), percentiles of all their latencies together.
+ */
+export function combine(slices: readonly Slice[]): LoadResult {
+  const first = slices[0];
+  if (!first) throw new Error('combine needs at least one slice');
+  const result = aggregateResult(slices.map((s) => s.raw), { url: first.origin, connections: first.connections });
+  const seconds = slices.reduce((sum, s) => sum + s.raw.duration, 0);
+  const requests = slices.reduce((sum, s) => sum + s.raw.totalCompletedRequests, 0);
+  return {
+    requestsPerSecond: requests / seconds,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+    peakRssMb: Math.max(...slices.map((s) => s.peakRssKb)) / 1024,
+  };
+}
+
+export async function runLoad(options: LoadOptions): Promise<LoadResult> {
+  return combine([await runSlice(options)]);
 }
 
 /** VmRSS of a process in kB; 0 once it is gone. */

@@ -2,7 +2,8 @@
 // `npm start` does (dist/server.js, production mode, access log on) and the hand-written baseline
 // (bench/baseline.ts, built to plain JavaScript as well), drives
 // both with autocannon in turn, and prints the table that bench/results.md keeps.
-// BENCH_SECONDS (default 10) per run, BENCH_SIZES (default 200000,1000000) works,
+// BENCH_SECONDS (default 10) per server and case, taken in BENCH_SLICES (default 4) turns,
+// BENCH_SIZES (default 200000,1000000) works,
 // BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/portfolio_bench, re-created).
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -17,12 +18,14 @@ import { openPostgres } from '../lib/db.ts';
 import { generateData } from '../lib/generate.ts';
 import { migrate } from '../lib/migrate.ts';
 import { createRandom, titleAdjectives, titleNouns } from '../lib/sample-data.ts';
-import { runLoad } from './load.ts';
+import type { Slice } from './load.ts';
+import { combine, runLoad, runSlice } from './load.ts';
 import type { Row } from './report.ts';
 import { checkTargets, formatTable } from './report.ts';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const slices = Number(process.env.BENCH_SLICES ?? 4);
 const sizes = (process.env.BENCH_SIZES ?? '200000,1000000').split(',').map(Number);
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/portfolio_bench';
 const worksPerPerson = 50;
@@ -146,14 +149,23 @@ async function measureSize(works: number, logDir: string, baselineFile: string):
       await runLoad({ origin: server.origin, nextPath: (() => { const r = createRandom(5); return () => cases[0]!.path(r); })(), connections, seconds: 2, pid: server.child.pid ?? 0 });
     }
     for (const [i, c] of cases.entries()) {
-      const measure = (server: Started) => {
-        const random = createRandom(1000 + i);
-        return runLoad({ origin: server.origin, nextPath: () => c.path(random), connections: c.connections, seconds, pid: server.child.pid ?? 0 });
+      // Each server gets the same paths in the same order, from its own generator.
+      const randoms = new Map([product, baseline].map((server) => [server, createRandom(1000 + i)]));
+      const slice = (server: Started, sliceSeconds: number) => {
+        const random = randoms.get(server)!;
+        return runSlice({ origin: server.origin, nextPath: () => c.path(random), connections: c.connections, seconds: sliceSeconds, pid: server.child.pid ?? 0 });
       };
-      // Alternate who goes first, so drifting background load hits both alike.
-      const first = i % 2 === 0 ? await measure(product) : await measure(baseline);
-      const second = i % 2 === 0 ? await measure(baseline) : await measure(product);
-      const row = { works, case: c.name, product: i % 2 === 0 ? first : second, baseline: i % 2 === 0 ? second : first };
+      // An unmeasured second each: this case's code paths and, for search, its kept documents.
+      await slice(product, 1);
+      await slice(baseline, 1);
+      // The servers take turns in short slices, in the order A B B A, A B B A, …: drifting
+      // background load and the idle spell before each slice fall on both alike.
+      const taken = new Map<Started, Slice[]>([[product, []], [baseline, []]]);
+      const [a, b] = i % 2 === 0 ? [product, baseline] : [baseline, product];
+      for (let turn = 0; turn < slices; turn++) {
+        for (const server of turn % 2 === 0 ? [a, b] : [b, a]) taken.get(server)!.push(await slice(server, seconds / slices));
+      }
+      const row = { works, case: c.name, product: combine(taken.get(product)!), baseline: combine(taken.get(baseline)!) };
       console.log(`bench: ${works} works, ${c.name}: product ${row.product.requestsPerSecond.toFixed(0)} req/s p50 ${row.product.p50} p99 ${row.product.p99}; baseline ${row.baseline.requestsPerSecond.toFixed(0)} req/s p50 ${row.baseline.p50} p99 ${row.baseline.p99}`);
       rows.push(row);
     }
@@ -165,6 +177,9 @@ async function measureSize(works: number, logDir: string, baselineFile: string):
 
 async function main(): Promise<void> {
   if (!Number.isFinite(seconds) || seconds < 1 || seconds > 120) throw new Error(`BENCH_SECONDS must be 1 to 120, not ${process.env.BENCH_SECONDS}.`);
+  if (!Number.isInteger(slices) || slices < 1 || slices > 20 || seconds / slices < 1) {
+    throw new Error(`BENCH_SLICES must be 1 to 20, each slice at least 1 s of BENCH_SECONDS, not ${process.env.BENCH_SLICES}.`);
+  }
   if (sizes.some((n) => !Number.isInteger(n) || n < worksPerPerson || n % worksPerPerson !== 0)) {
     throw new Error(`BENCH_SIZES must be multiples of ${worksPerPerson} works, e.g. 200000,1000000.`);
   }
@@ -182,7 +197,7 @@ async function main(): Promise<void> {
   const table = formatTable(rows);
   const targets = checkTargets(rows, sizes);
   const minutes = ((Date.now() - started) / 60_000).toFixed(1);
-  const setup = `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}, ${connections} connections unless noted, ${seconds} s a run, ` +
+  const setup = `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}, ${connections} connections unless noted, ${seconds} s per server and case in ${slices} turns of ${seconds / slices} s, ` +
     `${worksPerPerson} works per person, load generator on the same machine; whole run ${minutes} min, ${new Date().toISOString().slice(0, 10)}.`;
   console.log(`\n${table}\n\n${targets.join('\n')}\n`);
   writeFileSync(path.join(root, 'bench/results.md'), `# Benchmark results\n\n${setup}\n\n${table}\n\n## Targets\n\n${targets.map((t) => `- ${t}`).join('\n')}\n`);
