@@ -27,8 +27,8 @@ export async function findPerson(db: Queryable, key: { slug: string } | { id: nu
        FROM person p
       WHERE ${'slug' in key ? 'p.slug = $1' : 'p.id = $1'}`,
     ['slug' in key ? key.slug : key.id],
-    // Prepared once per connection: the hot path of every person page.
-    { name: 'slug' in key ? 'person-by-slug' : 'person-by-id' },
+    // Prepared once per connection and pipelined: the hot path of every person page.
+    { name: 'slug' in key ? 'person-by-slug' : 'person-by-id', pipeline: true },
   );
   return person ?? null;
 }

@@ -36,7 +36,7 @@ export class DataVersion {
   }
 
   private async read(): Promise<bigint> {
-    const [row] = await this.db.query<{ n: string }>('SELECT n::text AS n FROM data_version', [], { name: 'data-version' });
+    const [row] = await this.db.query<{ n: string }>('SELECT n::text AS n FROM data_version', [], { name: 'data-version', pipeline: true });
     return BigInt(row?.n ?? '0');
   }
 }

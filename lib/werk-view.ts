@@ -19,7 +19,7 @@ export async function findWerk(db: Queryable, id: number): Promise<Werk | null> 
        FROM werk w JOIN person p ON p.id = w.person_id
       WHERE w.id = $1`,
     [id],
-    { name: 'werk-by-id' },
+    { name: 'werk-by-id', pipeline: true },
   );
   return werk ?? null;
 }

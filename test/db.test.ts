@@ -65,3 +65,69 @@ test('a statement that gets no answer fails as unavailable once its time is up, 
   const next = await backendPid(db);
   assert.notEqual(next, pid);
 });
+
+// Statements marked pipeline (QueryOptions) share two connections in pipeline mode.
+const pipelined = { pipeline: true };
+const pipelinePids = async () => new Set((await Promise.all(Array.from({ length: 8 }, () =>
+  db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid', [], pipelined)))).map((r) => r[0]?.pid));
+
+test('pipelined statements of many requests at once each get their own answer, on two connections', onPostgres, async () => {
+  const answers = await Promise.all(Array.from({ length: 300 }, (_, n) =>
+    db.query<{ n: number; pid: number }>('SELECT $1::int AS n, pg_backend_pid() AS pid', [n], n % 2 === 0 ? { name: 'echo', ...pipelined } : pipelined)));
+  assert.deepEqual(answers.map((rows) => rows[0]?.n), Array.from({ length: 300 }, (_, n) => n));
+  const pids = new Set(answers.map((rows) => rows[0]?.pid));
+  assert.equal(pids.size, 2);
+  // Not the pool's connection.
+  assert.ok(!pids.has(await backendPid(db)));
+});
+
+test('a pipelined statement the server refuses fails alone; the ones around it are answered and the connections stay', onPostgres, async () => {
+  const before = await pipelinePids();
+  const outcomes = await Promise.allSettled([
+    db.query<{ n: number }>('SELECT 1 AS n', [], pipelined),
+    db.query('SELECT 1 / 0', [], pipelined),
+    db.query<{ n: number }>('SELECT 2 AS n', [], pipelined),
+    db.query('SELECT $1::int', ['not a number'], pipelined),
+    db.query<{ n: number }>('SELECT 3 AS n', [], pipelined),
+  ]);
+  assert.deepEqual(outcomes.map((o) => (o.status === 'fulfilled' ? (o.value[0] as { n: number }).n : (o.reason as Error).message)),
+    [1, 'division by zero', 2, 'invalid input syntax for type integer: "not a number"', 3]);
+  assert.deepEqual(await pipelinePids(), before);
+});
+
+test('a pipelined statement that gets no answer fails as unavailable once its time is up, and the next one gets a new connection', onPostgres, async () => {
+  const before = await pipelinePids();
+  const admin = new pg.Client({ connectionString: testDb.url as string });
+  await admin.connect();
+  try {
+    await admin.query('CREATE TABLE held_too (n int)');
+    await admin.query('BEGIN');
+    await admin.query('LOCK TABLE held_too IN ACCESS EXCLUSIVE MODE');
+    // With both connections idle, one after the other lands on the first: only the watchdog
+    // (1 s + 1 s) can end the statement that waits for the lock.
+    const [{ pid: stuck } = { pid: 0 }] = await db.query<{ pid: number }>("SELECT set_config('statement_timeout', '60000', false), pg_backend_pid() AS pid", [], pipelined);
+    const started = performance.now();
+    await assert.rejects(db.query('SELECT * FROM held_too', [], pipelined),
+      (err: unknown) => err instanceof DbUnavailableError && /Query read timeout/.test(err.message));
+    const waited = performance.now() - started;
+    assert.ok(waited >= 2000, `gave up after ${Math.round(waited)} ms`);
+    await admin.query('ROLLBACK');
+    const after = await pipelinePids();
+    assert.ok(before.has(stuck) && !after.has(stuck), `${stuck} was cut and replaced: ${[...before]} → ${[...after]}`);
+    assert.equal(after.size, 2);
+  } finally {
+    await admin.end();
+  }
+});
+
+test('pipelined statements fail as unavailable when the server cannot be reached', onPostgres, async () => {
+  const nowhere = openPostgres({ connectionString: 'postgres://postgres@127.0.0.1:1/none', statementTimeoutMs: 1000, connectTimeoutMs: 1000 });
+  try {
+    await assert.rejects(nowhere.query('SELECT 1', [], pipelined),
+      (err: unknown) => err instanceof DbUnavailableError && /database unavailable: connect ECONNREFUSED 127\.0\.0\.1:1/.test(err.message));
+    // And again: the failed connection is not kept.
+    await assert.rejects(nowhere.query('SELECT 1', [], pipelined), DbUnavailableError);
+  } finally {
+    await nowhere.close();
+  }
+});
