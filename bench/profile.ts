@@ -13,7 +13,7 @@ import { runLoad } from './load.ts';
 interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number }
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/portfolio_bench';
+const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/portfolio_bench_1000000';
 const format = process.argv[2] ?? 'json';
 
 /** Self time per function, largest first, as "share  function  file:line". */

@@ -4,7 +4,8 @@
 // both with autocannon in turn, and prints the table that bench/results.md keeps.
 // BENCH_SECONDS (default 10) per server and case, taken in BENCH_SLICES (default 4) turns,
 // BENCH_SIZES (default 200000,1000000) works,
-// BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/portfolio_bench, re-created).
+// BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/portfolio_bench; one database per
+// size, portfolio_bench_200000 and so on, each re-created).
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -117,9 +118,13 @@ async function checkAnswers(server: Started, cases: readonly Case[]): Promise<vo
   }
 }
 
-async function measureSize(works: number, logDir: string, baselineFile: string): Promise<Row[]> {
-  const db = openPostgres({ connectionString: databaseUrl, statementTimeoutMs: 600_000 });
-  let slugs: string[];
+/** A database per size (portfolio_bench_200000, …), generated, vacuumed and checkpointed. */
+interface Dataset { works: number; url: string; slugs: string[] }
+
+async function prepareDataset(works: number): Promise<Dataset> {
+  const url = Object.assign(new URL(databaseUrl), { pathname: `${new URL(databaseUrl).pathname}_${works}` }).href;
+  await recreateDatabase(url);
+  const db = openPostgres({ connectionString: url, statementTimeoutMs: 600_000 });
   try {
     await migrate(db, path.join(root, 'sql'));
     const summary = await generateData(db, { persons: works / worksPerPerson, works: worksPerPerson, seed: 1, replace: true });
@@ -131,48 +136,100 @@ async function measureSize(works: number, logDir: string, baselineFile: string):
     await db.exec('VACUUM (ANALYZE)');
     await db.exec('CHECKPOINT').catch((error: Error) => console.log(`bench: no CHECKPOINT (${error.message}); the first runs may share the processor with writing pages out`));
     console.log(`bench: vacuumed and checkpointed in ${((Date.now() - settling) / 1000).toFixed(1)} s`);
-    slugs = (await db.query<{ slug: string }>('SELECT slug FROM person ORDER BY id')).map((r) => r.slug);
+    const slugs = (await db.query<{ slug: string }>('SELECT slug FROM person ORDER BY id')).map((r) => r.slug);
+    return { works, url, slugs };
   } finally {
     await db.close();
   }
-  const cases = defineCases(slugs);
-  const product = await startServer('the product', startArguments(), {
-    NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, DEMO_DATA: '0', LOG_DIR: logDir, WEB_CONCURRENCY: '1',
-  });
-  const baseline = await startServer('the baseline', [baselineFile], { PORT: '0', DATABASE_URL: databaseUrl });
-  const rows: Row[] = [];
+}
+
+interface Contender { works: number; role: 'product' | 'baseline'; server: Started; cases: Case[] }
+
+/**
+ * Every size's product and baseline run at once and take turns within each case, so that the
+ * comparison between sizes is paired as well as the one between the two servers.
+ */
+async function measure(datasets: readonly Dataset[], logDir: string, baselineFile: string): Promise<Row[]> {
+  const contenders: Contender[] = [];
+  const quiet = await watchStatements(datasets.map((d) => new URL(d.url).pathname.slice(1)));
   try {
-    await checkAnswers(product, cases);
-    await checkAnswers(baseline, cases);
-    for (const server of [product, baseline]) {
-      // Warm-up: compiled scripts, templates, JIT and the database cache.
-      await runLoad({ origin: server.origin, nextPath: (() => { const r = createRandom(5); return () => cases[0]!.path(r); })(), connections, seconds: 2, pid: server.child.pid ?? 0 });
+    for (const { works, url, slugs } of datasets) {
+      const cases = defineCases(slugs);
+      const product = await startServer(`the product (${works} works)`, startArguments(), {
+        NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: url, DEMO_DATA: '0', LOG_DIR: path.join(logDir, String(works)), WEB_CONCURRENCY: '1',
+      });
+      contenders.push({ works, role: 'product', server: product, cases });
+      contenders.push({ works, role: 'baseline', server: await startServer(`the baseline (${works} works)`, [baselineFile], { PORT: '0', DATABASE_URL: url }), cases });
     }
-    for (const [i, c] of cases.entries()) {
+    for (const c of contenders) {
+      await checkAnswers(c.server, c.cases);
+      // Warm-up: compiled scripts, templates, JIT and the database cache.
+      const random = createRandom(5);
+      await runLoad({ origin: c.server.origin, nextPath: () => c.cases[0]!.path(random), connections, seconds: 2, pid: c.server.child.pid ?? 0 });
+    }
+    const taken = new Map<Contender, Slice[][]>(contenders.map((c) => [c, []]));
+    const caseCount = contenders[0]?.cases.length ?? 0;
+    for (let i = 0; i < caseCount; i++) {
       // Each server gets the same paths in the same order, from its own generator.
-      const randoms = new Map([product, baseline].map((server) => [server, createRandom(1000 + i)]));
-      const slice = (server: Started, sliceSeconds: number) => {
-        const random = randoms.get(server)!;
-        return runSlice({ origin: server.origin, nextPath: () => c.path(random), connections: c.connections, seconds: sliceSeconds, pid: server.child.pid ?? 0 });
+      const randoms = new Map(contenders.map((c) => [c, createRandom(1000 + i)]));
+      const slice = async (c: Contender, sliceSeconds: number) => {
+        const random = randoms.get(c)!;
+        const which = c.cases[i]!;
+        await quiet();
+        return runSlice({ origin: c.server.origin, nextPath: () => which.path(random), connections: which.connections, seconds: sliceSeconds, pid: c.server.child.pid ?? 0 });
       };
       // An unmeasured second each: this case's code paths and, for search, its kept documents.
-      await slice(product, 1);
-      await slice(baseline, 1);
-      // The servers take turns in short slices, in the order A B B A, A B B A, …: drifting
-      // background load and the idle spell before each slice fall on both alike.
-      const taken = new Map<Started, Slice[]>([[product, []], [baseline, []]]);
-      const [a, b] = i % 2 === 0 ? [product, baseline] : [baseline, product];
+      for (const c of contenders) await slice(c, 1);
+      // The servers take turns in short slices, in the order A B C D, D C B A, A B C D, …, who is
+      // A alternating from case to case: drifting background load and the idle spell before each
+      // slice fall on all alike.
+      const order = i % 2 === 0 ? contenders : [...contenders].reverse();
+      const slicesOfCase = new Map<Contender, Slice[]>(contenders.map((c) => [c, []]));
       for (let turn = 0; turn < slices; turn++) {
-        for (const server of turn % 2 === 0 ? [a, b] : [b, a]) taken.get(server)!.push(await slice(server, seconds / slices));
+        for (const c of turn % 2 === 0 ? order : [...order].reverse()) slicesOfCase.get(c)!.push(await slice(c, seconds / slices));
       }
-      const row = { works, case: c.name, product: combine(taken.get(product)!), baseline: combine(taken.get(baseline)!) };
-      console.log(`bench: ${works} works, ${c.name}: product ${row.product.requestsPerSecond.toFixed(0)} req/s p50 ${row.product.p50} p99 ${row.product.p99}; baseline ${row.baseline.requestsPerSecond.toFixed(0)} req/s p50 ${row.baseline.p50} p99 ${row.baseline.p99}`);
-      rows.push(row);
+      for (const c of contenders) taken.get(c)!.push(slicesOfCase.get(c)!);
+      const line = contenders.map((c) => {
+        const r = combine(slicesOfCase.get(c)!);
+        return `${c.role} ${c.works} ${r.requestsPerSecond.toFixed(0)} req/s p50 ${r.p50} p99 ${r.p99}`;
+      });
+      console.log(`bench: ${contenders[0]!.cases[i]!.name}: ${line.join('; ')}`);
     }
+    return datasets.flatMap(({ works }) => {
+      const of = (role: Contender['role']) => contenders.find((c) => c.works === works && c.role === role)!;
+      return of('product').cases.map((c, i) => ({
+        works, case: c.name, product: combine(taken.get(of('product'))![i]!), baseline: combine(taken.get(of('baseline'))![i]!),
+      }));
+    });
   } finally {
-    await Promise.all([stopServer(product), stopServer(baseline)]);
+    await Promise.all([...contenders.map((c) => stopServer(c.server)), quiet.end()]);
   }
-  return rows;
+}
+
+const quietLimitMs = 30_000;
+
+/**
+ * Waits until no statement runs in the benchmark's databases. A server whose load generator has
+ * stopped may still have statements running and queued: the baseline's search at a million works
+ * keeps PostgreSQL busy for seconds after its slice, which would fall on the next server's.
+ */
+async function watchStatements(databases: string[]): Promise<(() => Promise<void>) & { end: () => Promise<void> }> {
+  const admin = new pg.Client({ connectionString: Object.assign(new URL(databaseUrl), { pathname: '/postgres' }).href });
+  await admin.connect();
+  const wait = async () => {
+    const started = Date.now();
+    for (;;) {
+      const { rows: [row] } = await admin.query<{ running: number }>(
+        `SELECT count(*)::int AS running FROM pg_stat_activity WHERE datname = ANY ($1) AND state = 'active' AND pid <> pg_backend_pid()`, [databases]);
+      if ((row?.running ?? 0) === 0) return;
+      if (Date.now() - started > quietLimitMs) {
+        console.log(`bench: statements still running after ${quietLimitMs / 1000} s; the next slice shares the machine with them`);
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  return Object.assign(wait, { end: () => admin.end() });
 }
 
 async function main(): Promise<void> {
@@ -184,13 +241,14 @@ async function main(): Promise<void> {
     throw new Error(`BENCH_SIZES must be multiples of ${worksPerPerson} works, e.g. 200000,1000000.`);
   }
   const started = Date.now();
-  await recreateDatabase(databaseUrl);
   await buildServer();
   const baselineFile = await buildBaseline();
+  const datasets: Dataset[] = [];
+  for (const works of sizes) datasets.push(await prepareDataset(works));
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-bench-logs-'));
-  const rows: Row[] = [];
+  let rows: Row[];
   try {
-    for (const works of sizes) rows.push(...(await measureSize(works, logDir, baselineFile)));
+    rows = await measure(datasets, logDir, baselineFile);
   } finally {
     rmSync(logDir, { recursive: true, force: true });
   }
