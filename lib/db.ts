@@ -266,12 +266,13 @@ class Pipelines {
     return (await this.send(pipe, config)).rows as R[];
   }
 
+  /** Says goodbye on idle connections; one with a statement still unanswered is cut, as end() would wait for it. */
   async close(): Promise<void> {
     await Promise.all(this.pipes.map((pipe) => {
       if (!pipe) return undefined;
-      const { connected, broken } = pipe;
-      this.discard(pipe, connected && !broken ? 'end' : 'destroy');
-      return connected && !broken ? pipe.client.end().catch(() => undefined) : undefined;
+      const idle = pipe.connected && !pipe.broken && pipe.sent.length === 0;
+      this.discard(pipe, idle ? 'end' : 'destroy');
+      return idle ? pipe.client.end().catch(() => undefined) : undefined;
     }));
   }
 

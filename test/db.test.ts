@@ -1,5 +1,5 @@
-// The PostgreSQL side of lib/db.ts: connections outlive statements the server refuses, and a
-// statement that gets no answer is given up on by the pool's one watchdog.
+// The PostgreSQL side of lib/db.ts: connections, pooled or pipelined, outlive statements the
+// server refuses, and a statement that gets no answer is given up on by the one watchdog.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
@@ -129,5 +129,27 @@ test('pipelined statements fail as unavailable when the server cannot be reached
     await assert.rejects(nowhere.query('SELECT 1', [], pipelined), DbUnavailableError);
   } finally {
     await nowhere.close();
+  }
+});
+
+test('closing does not wait for a pipelined statement that gets no answer: it fails as unavailable', onPostgres, async () => {
+  const closing = openPostgres({ connectionString: testDb.url as string, statementTimeoutMs: 60_000 });
+  const admin = new pg.Client({ connectionString: testDb.url as string });
+  await admin.connect();
+  try {
+    await admin.query('CREATE TABLE held_at_close (n int)');
+    await admin.query('BEGIN');
+    await admin.query('LOCK TABLE held_at_close IN ACCESS EXCLUSIVE MODE');
+    await closing.query('SELECT 1', [], pipelined);
+    const waiting = closing.query('SELECT * FROM held_at_close', [], pipelined).then(() => 'answered', (err: unknown) => err);
+    // Sent, then closed: the watchdog would wait 61 s.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const started = performance.now();
+    await closing.close();
+    assert.ok(performance.now() - started < 1000, `close took ${Math.round(performance.now() - started)} ms`);
+    assert.ok((await waiting) instanceof DbUnavailableError);
+    await admin.query('ROLLBACK');
+  } finally {
+    await admin.end();
   }
 });
