@@ -28,6 +28,25 @@ after(async () => {
 
 const backendPid = async (on: Db) => (await on.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))[0]?.pid;
 
+/**
+ * A new table, locked by another session until release(): a statement that reads it gets no
+ * answer, as when the server hangs. statement_timeout would still end it on the server, so the
+ * tests raise it for the session that waits; lock_timeout is off.
+ */
+async function holdTable(name: string): Promise<{ release: () => Promise<void> }> {
+  const admin = new pg.Client({ connectionString: testDb.url as string });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE TABLE ${name} (n int)`);
+    await admin.query('BEGIN');
+    await admin.query(`LOCK TABLE ${name} IN ACCESS EXCLUSIVE MODE`);
+  } catch (err) {
+    await admin.end();
+    throw err;
+  }
+  return { release: () => admin.end() };
+}
+
 test('a statement the server refuses, in a transaction or not, keeps its connection', onPostgres, async () => {
   const pid = await backendPid(db);
   await assert.rejects(db.query('SELECT 1 / 0'), /division by zero/);
@@ -38,15 +57,9 @@ test('a statement the server refuses, in a transaction or not, keeps its connect
 
 test('a statement that gets no answer fails as unavailable once its time is up, and the next one gets a new connection', onPostgres, async () => {
   const pid = await backendPid(db);
-  const admin = new pg.Client({ connectionString: testDb.url as string });
-  await admin.connect();
+  const held = await holdTable('held');
   try {
-    // The statement waits for a lock the test holds: the server gives no answer, as when it hangs.
-    // statement_timeout (1 s) would end it on the server; lock_timeout is off, and the session's
-    // statement_timeout is raised so that only the client's watchdog (1 s + 1 s) can end it.
-    await admin.query('CREATE TABLE held (n int)');
-    await admin.query('BEGIN');
-    await admin.query('LOCK TABLE held IN ACCESS EXCLUSIVE MODE');
+    // The transaction's statement_timeout is raised so that only the client's watchdog (1 s + 1 s) can end it.
     const started = performance.now();
     await assert.rejects(
       db.transaction(async (tx) => {
@@ -58,9 +71,8 @@ test('a statement that gets no answer fails as unavailable once its time is up, 
     // Not before its time: statement_timeout + 1 s.
     const waited = performance.now() - started;
     assert.ok(waited >= 2000, `gave up after ${Math.round(waited)} ms`);
-    await admin.query('ROLLBACK');
   } finally {
-    await admin.end();
+    await held.release();
   }
   const next = await backendPid(db);
   assert.notEqual(next, pid);
@@ -97,27 +109,23 @@ test('a pipelined statement the server refuses fails alone; the ones around it a
 
 test('a pipelined statement that gets no answer fails as unavailable once its time is up, and the next one gets a new connection', onPostgres, async () => {
   const before = await pipelinePids();
-  const admin = new pg.Client({ connectionString: testDb.url as string });
-  await admin.connect();
+  const held = await holdTable('held_too');
+  let stuck: number;
   try {
-    await admin.query('CREATE TABLE held_too (n int)');
-    await admin.query('BEGIN');
-    await admin.query('LOCK TABLE held_too IN ACCESS EXCLUSIVE MODE');
     // With both connections idle, one after the other lands on the first: only the watchdog
     // (1 s + 1 s) can end the statement that waits for the lock.
-    const [{ pid: stuck } = { pid: 0 }] = await db.query<{ pid: number }>("SELECT set_config('statement_timeout', '60000', false), pg_backend_pid() AS pid", [], pipelined);
+    [{ pid: stuck } = { pid: 0 }] = await db.query<{ pid: number }>("SELECT set_config('statement_timeout', '60000', false), pg_backend_pid() AS pid", [], pipelined);
     const started = performance.now();
     await assert.rejects(db.query('SELECT * FROM held_too', [], pipelined),
       (err: unknown) => err instanceof DbUnavailableError && /Query read timeout/.test(err.message));
     const waited = performance.now() - started;
     assert.ok(waited >= 2000, `gave up after ${Math.round(waited)} ms`);
-    await admin.query('ROLLBACK');
-    const after = await pipelinePids();
-    assert.ok(before.has(stuck) && !after.has(stuck), `${stuck} was cut and replaced: ${[...before]} → ${[...after]}`);
-    assert.equal(after.size, 2);
   } finally {
-    await admin.end();
+    await held.release();
   }
+  const after = await pipelinePids();
+  assert.ok(before.has(stuck) && !after.has(stuck), `${stuck} was cut and replaced: ${[...before]} → ${[...after]}`);
+  assert.equal(after.size, 2);
 });
 
 test('pipelined statements fail as unavailable when the server cannot be reached', onPostgres, async () => {
@@ -134,12 +142,8 @@ test('pipelined statements fail as unavailable when the server cannot be reached
 
 test('closing does not wait for a pipelined statement that gets no answer: it fails as unavailable', onPostgres, async () => {
   const closing = openPostgres({ connectionString: testDb.url as string, statementTimeoutMs: 60_000 });
-  const admin = new pg.Client({ connectionString: testDb.url as string });
-  await admin.connect();
+  const held = await holdTable('held_at_close');
   try {
-    await admin.query('CREATE TABLE held_at_close (n int)');
-    await admin.query('BEGIN');
-    await admin.query('LOCK TABLE held_at_close IN ACCESS EXCLUSIVE MODE');
     await closing.query('SELECT 1', [], pipelined);
     const waiting = closing.query('SELECT * FROM held_at_close', [], pipelined).then(() => 'answered', (err: unknown) => err);
     // Sent, then closed: the watchdog would wait 61 s.
@@ -148,8 +152,7 @@ test('closing does not wait for a pipelined statement that gets no answer: it fa
     await closing.close();
     assert.ok(performance.now() - started < 1000, `close took ${Math.round(performance.now() - started)} ms`);
     assert.ok((await waiting) instanceof DbUnavailableError);
-    await admin.query('ROLLBACK');
   } finally {
-    await admin.end();
+    await held.release();
   }
 });
