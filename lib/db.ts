@@ -240,7 +240,7 @@ interface Pipe {
 
 /**
  * The connections that carry statements marked `pipeline` (QueryOptions), in node-postgres's
- * pipeline mode. Each statement goes to the connection with the fewest unanswered ones. The
+ * pipeline mode. Each statement goes to the connection with the fewest waiting or unanswered. The
  * socket is corked from the first statement of a turn of the event loop to its end, so the
  * statements of all requests that arrived in that turn leave in one write, where a pool writes
  * once per statement and wakes a server process each time: under 64 connections of person
@@ -263,7 +263,17 @@ class Pipelines {
         pipe.waiting--;
       }
     }
-    return (await this.send(pipe, config)).rows as R[];
+    try {
+      return (await this.send(pipe, config)).rows as R[];
+    } catch (err) {
+      if (!(err instanceof Error)) throw err;
+      // As pg's promise form does: captured here, after the await, the stack leads back to the
+      // code that sent the statement (async frames), not to the socket that brought the error.
+      Error.captureStackTrace(err);
+      const failure = classifyError(pipe.client[timedOut] ? new Error('Query read timeout', { cause: err }) : err);
+      if (failure instanceof DbUnavailableError) this.discard(pipe, 'destroy');
+      throw failure;
+    }
   }
 
   /** Says goodbye on idle connections; one with a statement still unanswered is cut, as end() would wait for it. */
@@ -326,12 +336,8 @@ class Pipelines {
         // Answers come in the order the statements were sent; a failed connection fails them all.
         pipe.sent.shift();
         client[started] = pipe.sent[0] ?? 0;
-        if (!err) return resolve(result);
-        // As pg's promise form does: the stack leads back to the code that sent the statement.
-        Error.captureStackTrace(err);
-        const failure = classifyError(client[timedOut] ? new Error('Query read timeout', { cause: err }) : err);
-        if (failure instanceof DbUnavailableError) this.discard(pipe, 'destroy');
-        reject(failure);
+        if (err) reject(err);
+        else resolve(result);
       });
     });
   }
