@@ -191,12 +191,7 @@ class ReadWatchdog {
           (err ? reject(err) : resolve(result)));
       });
     } catch (err) {
-      // As pg's promise form does: the stack leads back to the code that sent the statement
-      // (async frames), not to the socket that brought the error.
-      if (err instanceof Error) Error.captureStackTrace(err);
-      // The message node-postgres's query_timeout gives, so logs read the same.
-      if (watched[timedOut]) throw new Error('Query read timeout', { cause: err });
-      throw err;
+      throw readFailure(watched, err);
     } finally {
       watched[started] = 0;
     }
@@ -218,6 +213,18 @@ class ReadWatchdog {
       (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
     }
   }
+}
+
+/**
+ * What a failed statement is thrown as. Called in the async function that awaited it, as pg's
+ * promise form does: the stack leads back to the code that sent the statement (async frames),
+ * not to the socket that brought the error. On a connection the watchdog cut, the message
+ * node-postgres's query_timeout gives, so logs read the same.
+ */
+function readFailure(client: WatchedClient, err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  Error.captureStackTrace(err, readFailure);
+  return client[timedOut] ? new Error('Query read timeout', { cause: err }) : err;
 }
 
 /** How many connections of a Db carry pipelined statements: a slow statement holds up only its own. */
@@ -266,11 +273,7 @@ class Pipelines {
     try {
       return (await this.send(pipe, config)).rows as R[];
     } catch (err) {
-      if (!(err instanceof Error)) throw err;
-      // As pg's promise form does: captured here, after the await, the stack leads back to the
-      // code that sent the statement (async frames), not to the socket that brought the error.
-      Error.captureStackTrace(err);
-      const failure = classifyError(pipe.client[timedOut] ? new Error('Query read timeout', { cause: err }) : err);
+      const failure = classifyError(readFailure(pipe.client, err));
       if (failure instanceof DbUnavailableError) this.discard(pipe, 'destroy');
       throw failure;
     }
