@@ -19,7 +19,7 @@ import { openPostgres } from '../lib/db.ts';
 import { generateData } from '../lib/generate.ts';
 import { migrate } from '../lib/migrate.ts';
 import { createRandom, titleAdjectives, titleNouns } from '../lib/sample-data.ts';
-import type { Slice } from './load.ts';
+import type { LoadResult, Slice } from './load.ts';
 import { combine, runLoad, runSlice } from './load.ts';
 import type { Row } from './report.ts';
 import { checkTargets, formatTable } from './report.ts';
@@ -167,7 +167,8 @@ async function measure(datasets: readonly Dataset[], logDir: string, baselineFil
       const random = createRandom(5);
       await runLoad({ origin: c.server.origin, nextPath: () => c.cases[0]!.path(random), connections, seconds: 2, pid: c.server.child.pid ?? 0 });
     }
-    const taken = new Map<Contender, Slice[][]>(contenders.map((c) => [c, []]));
+    // Each contender's result of each case, its slices added up once.
+    const results = new Map<Contender, LoadResult[]>(contenders.map((c) => [c, []]));
     const caseCount = contenders[0]?.cases.length ?? 0;
     for (let i = 0; i < caseCount; i++) {
       // Each server gets the same paths in the same order, from its own generator.
@@ -188,9 +189,9 @@ async function measure(datasets: readonly Dataset[], logDir: string, baselineFil
       for (let turn = 0; turn < slices; turn++) {
         for (const c of turn % 2 === 0 ? order : [...order].reverse()) slicesOfCase.get(c)!.push(await slice(c, seconds / slices));
       }
-      for (const c of contenders) taken.get(c)!.push(slicesOfCase.get(c)!);
       const line = contenders.map((c) => {
         const r = combine(slicesOfCase.get(c)!);
+        results.get(c)!.push(r);
         return `${c.role} ${c.works} ${r.requestsPerSecond.toFixed(0)} req/s p50 ${r.p50} p99 ${r.p99}`;
       });
       console.log(`bench: ${contenders[0]!.cases[i]!.name}: ${line.join('; ')}`);
@@ -198,7 +199,7 @@ async function measure(datasets: readonly Dataset[], logDir: string, baselineFil
     return datasets.flatMap(({ works }) => {
       const of = (role: Contender['role']) => contenders.find((c) => c.works === works && c.role === role)!;
       return of('product').cases.map((c, i) => ({
-        works, case: c.name, product: combine(taken.get(of('product'))![i]!), baseline: combine(taken.get(of('baseline'))![i]!),
+        works, case: c.name, product: results.get(of('product'))![i]!, baseline: results.get(of('baseline'))![i]!,
       }));
     });
   } finally {
