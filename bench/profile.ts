@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createRandom } from '../lib/sample-data.ts';
+import { createRandom } from '../bin/lib/sample-data.ts';
 import { runLoad } from './load.ts';
 
 interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number }

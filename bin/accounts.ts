@@ -2,13 +2,11 @@
 // Passwords come from stdin or a hidden prompt, never from the arguments, which other users
 // of the machine can read in the process list and which shells keep in their history.
 import { parseArgs } from 'node:util';
-import type { NewAccount, Role } from '../lib/accounts.ts';
-import { createAccount, listAccounts, normalizeUsername, personExists, roles, setPassword, setRole, usernamePattern } from '../lib/accounts.ts';
+import type { NewAccount, Role } from '../lib/auth/index.ts';
+import { checkNewPassword, createAccount, listAccounts, normalizeUsername, personExists, roles, setPassword, setRole, usernamePattern } from '../lib/auth/index.ts';
 import { readConfig } from '../lib/config.ts';
-import type { Db } from '../lib/db.ts';
-import { openPglite, openPostgres } from '../lib/db.ts';
-import { migrate } from '../lib/migrate.ts';
-import { checkNewPassword } from '../lib/password.ts';
+import type { Db } from '../lib/db/index.ts';
+import { migrate, openPglite, openPostgres } from '../lib/db/index.ts';
 
 const usage = `Usage: npm run accounts -- <command>
 

@@ -3,10 +3,9 @@
 // A progress bar on a terminal, plain progress lines otherwise (CI logs, pipes).
 import { parseArgs } from 'node:util';
 import { readConfig } from '../lib/config.ts';
-import { openPglite, openPostgres } from '../lib/db.ts';
-import type { Progress } from '../lib/generate.ts';
-import { DatabaseNotEmptyError, generateData } from '../lib/generate.ts';
-import { migrate } from '../lib/migrate.ts';
+import { migrate, openPglite, openPostgres } from '../lib/db/index.ts';
+import type { Progress } from './lib/generate.ts';
+import { DatabaseNotEmptyError, generateData } from './lib/generate.ts';
 
 const usage = 'usage: npm run generate -- --persons N --works M [--seed S] [--replace]';
 

@@ -4,7 +4,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { importHtaccess } from '../lib/htaccess.ts';
+import { importHtaccess } from './lib/htaccess.ts';
 
 const usage = 'usage: npm run import-htaccess -- path/to/.htaccess [--out rewrite-rules.json] [--upstream http://127.0.0.1:8000] [--directory /] [--scripts scripts]';
 

@@ -1,18 +1,12 @@
-// A user's loan list: /entlehnte/<user_id> and entlehnte.php?uid=<user_id>. Only its owner
-// and librarians may read it; everyone else gets 403, and an unknown id is 404 for a
-// librarian only, so nobody else learns which ids exist (CONTRACT 4). A librarian POSTs
-// here to lend a work to the user (201 with the loan's Location); the page has the forms.
-import { findAccount } from '../lib/accounts.ts';
-import type { Identity } from '../lib/auth.ts';
-import { beginChange, librariansOnly } from '../lib/change.ts';
-import type { Failure, FormField } from '../lib/form-page.ts';
-import { orFormAgain, rejectInvalid } from '../lib/form-page.ts';
-import { HttpError, Redirect } from '../lib/http-error.ts';
-import { loanFormFields, readLoan } from '../lib/loan-input.ts';
-import { lend } from '../lib/loan-store.ts';
-import { loanView } from '../lib/loan-view.ts';
-import type { Document, LinkFn, Outcome, ScriptRequest } from '../lib/script.ts';
-import { pageLinks, readId, readNonNegativeInteger } from '../lib/script.ts';
+// A user's loan list: /entlehnte/<user_id> and entlehnte.php?uid=<user_id>. Only its owner and
+// librarians may read it; everyone else gets 403, and an unknown id is 404 for a librarian only,
+// so nobody else learns which ids exist (docs/interface.md, Who may read a loan list). A
+// librarian POSTs here to lend a work to the user (201 with the loan's Location).
+import type { Document, Failure, FormField, Identity, LinkFn, Outcome, ScriptRequest } from '../lib/page/index.ts';
+import {
+  change, findAccount, HttpError, lend, librariansOnly, loanFields, loanView, pageLinks, readId, readLoan, readNonNegativeInteger,
+  rejectInvalid, requireLogin,
+} from '../lib/page/index.ts';
 
 const pageSize = 50;
 
@@ -47,29 +41,28 @@ export async function GET(req: ScriptRequest): Promise<Document<LoanList>> {
 /** A librarian lends a work to this user: the work's id or URL and an optional due date. */
 export async function POST(req: ScriptRequest): Promise<Outcome> {
   const uid = readId(req.query, 'uid');
-  const back = `/entlehnte/${uid}`;
-  return orFormAgain(req, async () => {
-    const { requester, body } = await beginChange(req, { back, bodyRequired: true });
-    if (requester.role !== 'librarian') throw librariansOnly('lend works', back);
+  return change(req, { back: `/entlehnte/${uid}` }, async ({ requester, body }) => {
+    if (requester.role !== 'librarian') throw librariansOnly('lend works');
     if (!(await findAccount(req.db, uid))) throw new HttpError(404, `There is no user with the id ${uid}.`);
-    const { input, errors } = readLoan(body!, req.link(''));
+    const { input, errors } = readLoan(body, req.link(''));
     rejectInvalid(errors, 'Nothing was lent');
     const loan = await lend(req.db, { accountId: uid, ...input });
-    if (body?.type === 'form') return new Redirect(back, 303);
     const path = `/entlehnte/${uid}/${input.werkId}`;
-    return { path, title: `${loan.werk.titel}, lent to ${loan.account.username}`, data: loan, status: 201, location: path, view: loanView, cacheControl: 'private, no-store' };
+    return {
+      then: `/entlehnte/${uid}`,
+      document: { path, title: `${loan.werk.titel}, lent to ${loan.account.username}`, data: loan, status: 201, location: path, view: loanView },
+    };
   }, (failure) => loanList(req, { uid, offset: 0, failure }));
 }
 
 async function loanList(req: ScriptRequest, options: { uid: number; offset: number; failure: Failure | null }): Promise<Document<LoanList>> {
   const { db } = req;
   const { uid, offset, failure } = options;
-  const requester = await req.identify();
   const back = `/entlehnte/${uid}`;
-  if (!requester) {
-    const why = (await req.session.expired()) ? 'Your session has expired; log in again' : 'Log in as its owner or as a librarian';
-    throw new HttpError(403, `This loan list is protected. ${why} to see it.`, { login: back });
-  }
+  const requester = await requireLogin(req, back, {
+    anonymous: 'This loan list is protected. Log in as its owner or as a librarian to see it.',
+    expired: 'This loan list is protected. Your session has expired; log in again to see it.',
+  });
   if (requester.role !== 'librarian' && requester.id !== uid) {
     throw new HttpError(403, 'This loan list belongs to another user; only its owner and librarians may see it.', { login: back });
   }
@@ -109,8 +102,8 @@ async function lendForm(req: ScriptRequest, requester: Identity, failure: Failur
     if (failure) throw new HttpError(failure.status, failure.message, { login: `/entlehnte/${req.query.get('uid')}` });
     return null;
   }
-  const values = failure ? Object.fromEntries(failure.fields) : {};
-  return { csrfToken: await req.session.csrfToken(), fields: loanFormFields(values, failure?.errors ?? []), message: failure?.message ?? null };
+  const state = { values: failure ? Object.fromEntries(failure.fields) : {}, errors: failure?.errors ?? [] };
+  return { csrfToken: await req.session.csrfToken(), fields: loanFields(state), message: failure?.message ?? null };
 }
 
 async function countLoans({ db }: ScriptRequest, uid: number): Promise<number> {

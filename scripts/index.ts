@@ -1,6 +1,6 @@
 // The start page: / and index.php. Says what the site holds and links the person list,
 // the search and the newest works.
-import type { Document, LinkFn, ScriptRequest } from '../lib/script.ts';
+import type { Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
 
 export interface StartPage {
   personen: number;

@@ -1,8 +1,8 @@
 // The login page: GET /login shows the form (with a CSRF token, so no other site can log a
 // browser into an account of its choosing); POST /login checks the user name and password,
 // starts a session under a new id and sends the browser back where it came from.
-import { Redirect } from '../lib/http-error.ts';
-import type { Document, LinkFn, ScriptRequest } from '../lib/script.ts';
+import type { Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
+import { Redirect } from '../lib/page/index.ts';
 
 export interface LoginPage {
   /** Who is logged in already, or null: then the form is shown. */

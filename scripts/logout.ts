@@ -1,7 +1,7 @@
 // POST /logout ends the login session: the log-out button in the page header posts here with
 // the session's CSRF token, so no other site can log a browser out. There is no GET.
-import { HttpError, Redirect } from '../lib/http-error.ts';
-import type { Document, ScriptRequest } from '../lib/script.ts';
+import type { Document, ScriptRequest } from '../lib/page/index.ts';
+import { HttpError, Redirect } from '../lib/page/index.ts';
 
 export async function POST(req: ScriptRequest): Promise<Document> {
   const { fields } = await req.body(['form']);

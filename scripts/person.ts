@@ -1,54 +1,40 @@
-// One person with the links to their works: /person/<slug>, /person/<id>,
-// person.php?slug=<slug> and person.php?pid=<id>. Shapes exactly as SEED.md prescribes.
-// PUT replaces the person's fields, DELETE removes the person with their works (CONTRACT 5).
-import { beginChange } from '../lib/change.ts';
-import type { Failure } from '../lib/form-page.ts';
-import { formDocument, orFormAgain, rejectInvalid } from '../lib/form-page.ts';
-import { NoContent, Redirect } from '../lib/http-error.ts';
-import type { PersonKey } from '../lib/person-key.ts';
-import { keyPath, personMiss, readPersonKey, resolvePerson } from '../lib/person-key.ts';
-import { editPersonPage, personValues } from '../lib/person-forms.ts';
-import { readPerson } from '../lib/person-input.ts';
-import { deletePerson, updatePerson } from '../lib/person-store.ts';
-import type { Person } from '../lib/person-view.ts';
-import { findPerson } from '../lib/person-view.ts';
-import type { Document, Outcome, ScriptRequest } from '../lib/script.ts';
+// One person with the links to their works: /person/<slug>, /person/<id>, person.php?slug=<slug>
+// and person.php?pid=<id>. PUT replaces the person's fields, DELETE removes the person with
+// their works (docs/interface.md, Person and Changing data).
+import type { Document, Failure, Outcome, Person, PersonKey, RawFields, ScriptRequest } from '../lib/page/index.ts';
+import {
+  change, deletePerson, editPersonPage, findPerson, formAgain, formDocument, keyPath, personValues, readPerson, readPersonKey,
+  rejectInvalid, resolvePerson, updatePerson,
+} from '../lib/page/index.ts';
 
-export type { Person } from '../lib/person-view.ts';
-export { absolute, personJson as toJson, personXml as toXml } from '../lib/person-view.ts';
+export type { Person } from '../lib/page/index.ts';
+export { personJson as toJson, personXml as toXml } from '../lib/page/index.ts';
 
 export async function GET({ query, db }: ScriptRequest): Promise<Document<Person>> {
-  const key = readPersonKey(query);
-  // One query when the person is there; the history is read only after a miss.
-  const person = await findPerson(db, key);
-  if (!person) throw await personMiss(db, key, { method: 'GET' });
-  return personDocument(person);
+  return personDocument(await resolvePerson(db, readPersonKey(query), { method: 'GET' }));
 }
 
 export async function PUT(req: ScriptRequest): Promise<Outcome> {
   const key = readPersonKey(req.query);
-  return orFormAgain(req, async () => {
-    const { requester, body } = await beginChange(req, { back: editPath(key), bodyRequired: true });
+  return change(req, { back: editPath(key) }, async ({ requester, body }) => {
     const current = await resolvePerson(req.db, key, { method: 'PUT' });
-    const { input, errors } = readPerson(body!, { creating: false, site: req.link('') });
+    const { input, errors } = readPerson(body, { creating: false, site: req.link('') });
     rejectInvalid(errors, 'The person was not changed');
-    const person = await updatePerson(req.db, { id: current.id, input, requester, back: editPath(key) });
-    if (body?.type === 'form') return new Redirect(`/person/${person.slug}`, 303);
-    return { ...personDocument(person), cacheControl: 'private, no-store' };
-  }, (failure) => formAgain(req, key, failure, failure.fields));
+    const person = await updatePerson(req.db, { id: current.id, input, requester });
+    return { then: `/person/${person.slug}`, document: personDocument(person) };
+  }, (failure) => showAgain(key, failure, Object.fromEntries(failure.fields)));
 }
 
 export async function DELETE(req: ScriptRequest): Promise<Outcome> {
   const key = readPersonKey(req.query);
-  return orFormAgain(req, async () => {
-    const { requester, body } = await beginChange(req, { back: editPath(key), bodyRequired: false });
+  return change(req, { back: editPath(key), bodyless: true }, async ({ requester }) => {
     const current = await resolvePerson(req.db, key, { method: 'DELETE' });
-    await deletePerson(req.db, { id: current.id, requester, back: editPath(key) });
-    return body?.type === 'form' ? new Redirect('/personen', 303) : new NoContent();
+    await deletePerson(req.db, { id: current.id, requester });
+    return { then: '/personen' };
   }, async (failure) => {
     // The delete button sends no fields: the form shows the person as stored.
     const person = await findPerson(req.db, key);
-    return formAgain(req, key, failure, person ? personValues(person) : {});
+    return showAgain(key, failure, person ? personValues(person) : {});
   });
 }
 
@@ -60,9 +46,7 @@ function editPath(key: PersonKey): string {
   return `${keyPath(key)}/bearbeiten`;
 }
 
-function formAgain(req: ScriptRequest, key: PersonKey, failure: Failure, values: URLSearchParams | Record<string, string | null>) {
-  const typed = values instanceof URLSearchParams ? Object.fromEntries(values) : values;
-  const name = `${typed.vorname ?? ''} ${typed.nachname ?? ''}`.trim() || 'the person';
-  const page = editPersonPage(keyPath(key), name, { ...failure, values: typed });
-  return formDocument(page, { path: editPath(key), title: page.heading, template: 'person-bearbeiten', status: failure.status });
+function showAgain(key: PersonKey, failure: Failure, values: RawFields): Document {
+  const name = `${values.vorname ?? ''} ${values.nachname ?? ''}`.trim() || 'the person';
+  return formDocument(editPersonPage(keyPath(key), name, formAgain(failure, values)), editPath(key), failure.status);
 }

@@ -1,14 +1,10 @@
 // The person list: /personen and personen.php, 50 a page, with the total and the
 // neighbouring pages (offset, 0-based). A librarian POSTs here to create a person.
-import { beginChange, librariansOnly } from '../lib/change.ts';
-import { formDocument, orFormAgain, rejectInvalid } from '../lib/form-page.ts';
-import { Redirect } from '../lib/http-error.ts';
-import { newPersonPage } from '../lib/person-forms.ts';
-import { readPerson } from '../lib/person-input.ts';
-import { insertPerson } from '../lib/person-store.ts';
-import { personView } from '../lib/person-view.ts';
-import type { Document, LinkFn, Outcome, ScriptRequest } from '../lib/script.ts';
-import { pageLinks, readNonNegativeInteger } from '../lib/script.ts';
+import type { Document, LinkFn, Outcome, ScriptRequest } from '../lib/page/index.ts';
+import {
+  change, formAgain, formDocument, insertPerson, librariansOnly, newPersonPage, pageLinks, personView, readNonNegativeInteger, readPerson,
+  rejectInvalid,
+} from '../lib/page/index.ts';
 
 export interface PersonList {
   total: number;
@@ -48,23 +44,19 @@ export async function GET({ query, db, remember }: ScriptRequest): Promise<Docum
   };
 }
 
-/** Creates a person: 201 with Location /person/<id> (SEED.md: the new path ends in an id). */
+/** Creates a person: 201 with Location /person/<id> (the new resource's path ends in its id). */
 export async function POST(req: ScriptRequest): Promise<Outcome> {
-  return orFormAgain(req, async () => {
-    const { requester, body } = await beginChange(req, { back: '/personen/neu', bodyRequired: true });
-    if (requester.role !== 'librarian') throw librariansOnly('create persons', '/personen/neu');
-    const { input, errors } = readPerson(body!, { creating: true, site: req.link('') });
+  return change(req, { back: '/personen/neu' }, async ({ requester, body }) => {
+    if (requester.role !== 'librarian') throw librariansOnly('create persons');
+    const { input, errors } = readPerson(body, { creating: true, site: req.link('') });
     rejectInvalid(errors, 'The person was not created');
     const person = await insertPerson(req.db, { ...input, username: input.username as string });
-    if (body?.type === 'form') return new Redirect(`/person/${person.slug}`, 303);
+    const path = `/person/${person.slug}`;
     return {
-      path: `/person/${person.slug}`, title: `${person.vorname} ${person.nachname}`, data: person,
-      status: 201, location: `/person/${person.id}`, view: personView, cacheControl: 'private, no-store',
+      then: path,
+      document: { path, title: `${person.vorname} ${person.nachname}`, data: person, status: 201, location: `/person/${person.id}`, view: personView },
     };
-  }, (failure) => {
-    const page = newPersonPage({ ...failure, values: Object.fromEntries(failure.fields) });
-    return formDocument(page, { path: '/personen/neu', title: page.heading, template: 'person-neu', status: failure.status });
-  });
+  }, (failure) => formDocument(newPersonPage(formAgain(failure, Object.fromEntries(failure.fields))), '/personen/neu', failure.status));
 }
 
 export function pagePath(offset: number): string {

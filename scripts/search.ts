@@ -1,10 +1,8 @@
 // The search result list: /search and search.php with query=<field>,<match>,<term>
-// (repeatable, ANDed), tab, search_scope, vid and offset (CONTRACT 3). The URL alone
-// decides the result: no session, and the same order every time.
-import { HttpError, Redirect } from '../lib/http-error.ts';
-import type { Db } from '../lib/db.ts';
-import type { Document, LinkFn, ScriptRequest } from '../lib/script.ts';
-import { buildQuery, clip, pageLinks, readNonNegativeInteger } from '../lib/script.ts';
+// (repeatable, ANDed), tab, search_scope, vid and offset (docs/interface.md, Search). The URL
+// alone decides the result: no session, and the same order every time.
+import type { Db, Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
+import { buildQuery, clip, HttpError, pageLinks, readNonNegativeInteger, Redirect } from '../lib/page/index.ts';
 
 const fields = ['any', 'title', 'creator'] as const;
 const matches = ['contains', 'exact', 'begins_with'] as const;

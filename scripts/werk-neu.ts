@@ -1,23 +1,14 @@
 // The form that adds a work to a person: /person/<slug>/werke/neu. It posts to
 // /person/<slug>/werke. For the person's own account and librarians.
-import { mayChangePerson, notYours } from '../lib/change.ts';
-import type { FormPage } from '../lib/form-page.ts';
-import { formDocument, openForm } from '../lib/form-page.ts';
-import { personMiss, readPersonKey } from '../lib/person-key.ts';
-import { findPerson } from '../lib/person-view.ts';
-import type { Document, ScriptRequest } from '../lib/script.ts';
-import { newWerkPage } from '../lib/werk-forms.ts';
+import type { Document, FormPage, ScriptRequest } from '../lib/page/index.ts';
+import { freshForm, mayChangePerson, newWerkPage, notYours, readPersonKey, resolvePerson, showForm } from '../lib/page/index.ts';
 
 export async function GET(req: ScriptRequest): Promise<Document<FormPage>> {
-  const key = readPersonKey(req.query, 'werk-neu.php');
-  const person = await findPerson(req.db, key);
-  if (!person) throw await personMiss(req.db, key, { method: 'GET', rest: '/werke/neu' });
+  const person = await resolvePerson(req.db, readPersonKey(req.query, 'werk-neu.php'), { method: 'GET', rest: '/werke/neu' });
   const path = `/person/${person.slug}`;
   const name = `${person.vorname} ${person.nachname}`;
-
-  const { requester, csrfToken } = await openForm(req, `${path}/werke/neu`);
-  if (!(await mayChangePerson(req.db, requester, person.id))) throw notYours(`the works of ${name}`, `${path}/werke/neu`);
-
-  const page = newWerkPage(path, name, { values: {}, errors: [], csrfToken, message: null, login: null });
-  return formDocument(page, { path: `${path}/werke/neu`, title: page.heading, template: 'werk-neu' });
+  return showForm(req, `${path}/werke/neu`, async ({ requester, csrfToken }) => {
+    if (!(await mayChangePerson(req.db, requester, person.id))) throw notYours(`the works of ${name}`);
+    return newWerkPage(path, name, freshForm({}, csrfToken));
+  });
 }

@@ -1,6 +1,6 @@
 // Test support: a real Apache httpd with mod_rewrite and mod_php on 127.0.0.1, with its own
 // config, document root and logs in a temporary folder, started and stopped by the test.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';

@@ -27,7 +27,7 @@ describe('npm run build', () => {
     assert.doesNotMatch(code, /from "[^"]*\.ts"|from "tsx/);
     assert.match(code, /\/\/# sourceMappingURL=server\.js\.map\n?$/);
     const map = JSON.parse(readFileSync(`${file}.map`, 'utf8')) as { sources: string[] };
-    assert.ok(map.sources.includes('../lib/http-error.ts') && map.sources.includes('../server.ts'), map.sources.join(', '));
+    assert.ok(map.sources.includes('../lib/http/http-error.ts') && map.sources.includes('../server.ts'), map.sources.join(', '));
     assert.ok(!map.sources.some((s) => s.startsWith('../scripts/')), 'the handler scripts stay out of the bundle');
   });
 
@@ -103,10 +103,10 @@ describe('the built server\'s error log', () => {
   test('names the TypeScript line of a failure inside the bundle, through its source map', async () => {
     const res = await rawRequest(product.origin, '/boom-lib');
     assert.equal(res.status, 500);
-    const source = readFileSync(path.join(root, 'lib/script.ts'), 'utf8').split('\n');
+    const source = readFileSync(path.join(root, 'lib/page/request.ts'), 'utf8').split('\n');
     const declared = source.findIndex((l) => l.startsWith('export function readNonNegativeInteger('));
     const line = declared + 1 + source.slice(declared).findIndex((l) => l.includes('query.get(name)'));
     const log = await waitFor(() => product.readLog('error.log'), (text) => text.includes("reading 'get'"));
-    assert.match(log, new RegExp(`\\] TypeError: Cannot read properties of undefined \\(reading 'get'\\) in lib/script\\.ts on line ${line}\\n`));
+    assert.match(log, new RegExp(`\\] TypeError: Cannot read properties of undefined \\(reading 'get'\\) in lib/page/request\\.ts on line ${line}\\n`));
   });
 });

@@ -1,7 +1,7 @@
 // Test support for changing data: bodies of persons, works and loans in JSON and XML (the
 // shapes of the representations), requests with Basic credentials or a session and its
 // CSRF token, and a look at the rows a change should or should not have touched.
-import type { Db } from '../lib/db.ts';
+import type { Db } from '../lib/db/index.ts';
 import { basic, demo } from './login-helpers.ts';
 import type { DemoUser } from './login-helpers.ts';
 

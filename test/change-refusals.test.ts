@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { createAccount } from '../lib/accounts.ts';
+import { createAccount } from '../lib/auth/index.ts';
 import type { TestServer } from './helpers.ts';
 import { readJson, startTestServer } from './helpers.ts';
 import { asUser, csrfTokenOf, personRow, werkBody } from './change-helpers.ts';

@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
-import type { Db } from '../lib/db.ts';
-import { DbUnavailableError, openPostgres } from '../lib/db.ts';
+import type { Db } from '../lib/db/index.ts';
+import { DbUnavailableError, openPostgres } from '../lib/db/index.ts';
 import type { TestDb } from './helpers.ts';
 import { backend, openTestDb } from './helpers.ts';
 

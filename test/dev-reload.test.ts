@@ -60,7 +60,7 @@ describe('a running development server', () => {
     assert.equal(broken.status, 500);
     assert.match(broken.body, /<h1>Parse error<\/h1>/);
     assert.match(broken.body, new RegExp(`Expected &#34;}&#34; but found &#34;data&#34; in <b>test/fixtures/tmp-reload-${process.pid}/scripts/hello\\.ts</b> on line <b>4</b>`));
-    assert.match(broken.body, /<span class="here">4 &#62;   return \{ path: &#39;\/hello&#39;, title: &#39;Hello&#39; data, data: \{ greeting \} \};<\/span>/);
+    assert.match(broken.body, /<span class="here">4 &gt;   return \{ path: &#39;\/hello&#39;, title: &#39;Hello&#39; data, data: \{ greeting \} \};<\/span>/);
     writeFileSync(scriptFile, script('Hallo 4'));
     const fixed = await rawRequest(server.origin, '/hello');
     assert.equal(fixed.status, 200);

@@ -58,7 +58,7 @@ describe('a failing script', () => {
     assert.equal(res.headers['content-type'], 'text/html; charset=utf-8');
     assert.match(res.body, /<h1>TypeError<\/h1>/);
     assert.match(res.body, /Cannot read properties of undefined \(reading &#39;titel&#39;\) in <b>test\/fixtures\/scripts\/boom\.ts<\/b> on line <b>9<\/b>/);
-    assert.match(res.body, /<span class="here"> 9 &#62;   const titel = \(werke\[index\] as Werk\)\.titel;<\/span>/);
+    assert.match(res.body, /<span class="here"> 9 &gt;   const titel = \(werke\[index\] as Werk\)\.titel;<\/span>/);
     assert.match(res.body, /<li class="own"><code>[^<]*GET[^<]*<\/code> test\/fixtures\/scripts\/boom\.ts:9:\d+<\/li>/);
     assert.doesNotMatch(res.body, /secret-cookie|c2VjcmV0/);
     assert.match(res.body, /<th>cookie<\/th><td>\*\*\*\*\*\*\*\*<\/td>/);
@@ -104,7 +104,7 @@ describe('a script that does not compile', () => {
     assert.equal(res.status, 500);
     assert.match(res.body, /<h1>Parse error<\/h1>/);
     assert.match(res.body, /Unexpected &#34;\)&#34; in <b>test\/fixtures\/tmp-\d+\/scripts\/broken\.ts<\/b> on line <b>4<\/b>/);
-    assert.match(res.body, /<span class="here">4 &#62;   return \{ path: &#34;\/broken&#34;/);
+    assert.match(res.body, /<span class="here">4 &gt;   return \{ path: &#34;\/broken&#34;/);
   });
 });
 

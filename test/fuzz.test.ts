@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { XMLValidator } from 'fast-xml-parser';
 import type { TestServer } from './helpers.ts';
 import { startTestServer } from './helpers.ts';
-import { createRandom } from '../lib/sample-data.ts';
+import { createRandom } from '../bin/lib/sample-data.ts';
 
 const seed = Number(process.env.FUZZ_SEED ?? 20261121);
 const count = Number(process.env.FUZZ_COUNT ?? 20000);

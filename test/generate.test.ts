@@ -8,8 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { DatabaseNotEmptyError, generateData } from '../lib/generate.ts';
-import { migrate } from '../lib/migrate.ts';
+import { DatabaseNotEmptyError, generateData } from '../bin/lib/generate.ts';
+import { migrate } from '../lib/db/index.ts';
 import type { TestDb } from './helpers.ts';
 import { backend, openTestDb, root } from './helpers.ts';
 

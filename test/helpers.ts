@@ -11,10 +11,10 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Env } from '../lib/config.ts';
 import { readConfig } from '../lib/config.ts';
-import type { Db } from '../lib/db.ts';
-import { openPglite, openPostgres } from '../lib/db.ts';
-import type { ServerLimits } from '../lib/http-server.ts';
-import { createHttpServer } from '../lib/http-server.ts';
+import type { Db } from '../lib/db/index.ts';
+import { openPglite, openPostgres } from '../lib/db/index.ts';
+import type { ServerLimits } from '../lib/http/index.ts';
+import { createHttpServer } from '../lib/http/index.ts';
 import type { App } from '../server.ts';
 import { createApp } from '../server.ts';
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { importHtaccess } from '../lib/htaccess.ts';
+import { importHtaccess } from '../bin/lib/htaccess.ts';
 import type { Apache } from './apache.ts';
 import { startApache } from './apache.ts';
 import type { TestDb } from './helpers.ts';

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { SessionStore } from '../lib/session.ts';
+import { SessionStore } from '../lib/auth/index.ts';
 import type { TestServer } from './helpers.ts';
 import { rawRequest, readJson, startTestServer, waitFor } from './helpers.ts';
 import { basic, cookieOf, demo, logInAs, openLoginForm, postForm, tokenOf } from './login-helpers.ts';

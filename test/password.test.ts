@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { checkNewPassword, dummyHash, hashPassword, verifyPassword } from '../lib/password.ts';
+import { checkNewPassword, dummyHash, hashPassword, verifyPassword } from '../lib/auth/password.ts';
 import { root } from './helpers.ts';
 import { demo } from './login-helpers.ts';
 

@@ -1,6 +1,6 @@
 // The product as operators run it (`npm start`: the built dist/server.js in production mode), as
 // a process of its own, for the tests that watch one: the build, worker processes, load, graceful stop.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -2,7 +2,7 @@
 // pages. Requests pass through with method, body and headers; a dead, resetting or slow
 // upstream answers 502 or 504 with an error-log line, and our own pages keep working.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';

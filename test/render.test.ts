@@ -4,8 +4,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import ejs from 'ejs';
-import { buildXml } from '../lib/render.ts';
-import { escapeHtml } from '../lib/templates.ts';
+import { buildXml, escapeHtml } from '../lib/render/index.ts';
 import { missingTool } from './helpers.ts';
 
 describe('buildXml', () => {

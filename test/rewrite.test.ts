@@ -7,8 +7,8 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { compileRules, loadRules, rewriteUrl, RewriteConfigError } from '../lib/rewrite.ts';
-import type { RewriteResult, RewriteRuleSource } from '../lib/rewrite.ts';
+import { compileRules, loadRules, RewriteConfigError, rewriteUrl } from '../lib/rewrite/index.ts';
+import type { RewriteResult, RewriteRuleSource } from '../lib/rewrite/index.ts';
 
 const anyScript = { scriptExists: () => true };
 
@@ -298,6 +298,7 @@ describe('compileRules', () => {
           chain: false, skip: 0, discardPathInfo: false, redirect: 301, forbidden: false, gone: false, proxy: false,
         },
         conditions: [],
+        template: { keep: true, absolute: false, path: [], query: null },
       }],
       directory: null,
       base: null,

@@ -1,32 +1,34 @@
-// The script loader (lib/scripts.ts): scripts get the lib modules the server itself imported,
-// from lib/modules.ts, and helpers of their own folder compiled as they are; a script importing
-// any other file of the project does not load.
+// The script loader (lib/scripts/loader.ts): scripts get lib/page/index.ts, the very module the
+// server itself imported, and helpers of their own folder compiled as they are; a script
+// importing any other file of the project does not load.
 import assert from 'node:assert/strict';
-import { mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { HttpError } from '../lib/http-error.ts';
-import { scriptModules } from '../lib/modules.ts';
-import type { Document } from '../lib/script.ts';
-import * as personView from '../lib/person-view.ts';
-import { ScriptLoader, ScriptParseError } from '../lib/scripts.ts';
+import { HttpError } from '../lib/http/index.ts';
+import type { Document } from '../lib/page/index.ts';
+import * as pageModule from '../lib/page/index.ts';
+import { ScriptLoader, ScriptParseError } from '../lib/scripts/index.ts';
 import { root } from './helpers.ts';
 
 describe('the scripts in scripts/', () => {
-  test('all load, with every lib module they import shared from lib/modules.ts', async () => {
+  test('all load, and import from lib/ nothing but lib/page/index.ts', async () => {
     const loader = new ScriptLoader(path.join(root, 'scripts'), { reload: false });
     assert.ok(loader.names().length >= 14, loader.names().join(', '));
     for (const name of loader.names()) {
       const script = await loader.load(name);
       assert.ok(script.GET ?? script.POST, `${name} has a handler`);
+      const source = readFileSync(path.join(root, 'scripts', `${name}.ts`), 'utf8');
+      const modules = [...source.matchAll(/from '([^']+)'/g)].map((m) => m[1]);
+      assert.deepEqual([...new Set(modules)], ['../lib/page/index.ts'], name);
     }
   });
 
   test('get the module instances the server imported, not copies', async () => {
     const loader = new ScriptLoader(path.join(root, 'scripts'), { reload: false });
     // scripts/person.ts re-exports personJson as its toJson.
-    assert.equal((await loader.load('person')).toJson, personView.personJson);
-    assert.equal((scriptModules['http-error.ts'] as { HttpError: unknown }).HttpError, HttpError);
+    assert.equal((await loader.load('person')).toJson, pageModule.personJson);
+    assert.equal(pageModule.HttpError, HttpError);
   });
 });
 
@@ -36,7 +38,7 @@ describe('imports of a script', () => {
   const write = (name: string, lines: string[]) => writeFileSync(path.join(dir, name), [...lines, ''].join('\n'));
   const page = (importLine: string) => [
     '// Imports on line 3.',
-    "import type { Document } from '../../../lib/script.ts';",
+    "import type { Document } from '../../../lib/page/index.ts';",
     importLine,
     'export async function GET(): Promise<Document> {',
     "  return { path: '/x', title: String(x), data: {} };",
@@ -45,10 +47,10 @@ describe('imports of a script', () => {
 
   before(() => {
     mkdirSync(dir, { recursive: true });
-    write('_shared.ts', ["import { HttpError } from '../../../lib/http-error.ts';", 'export const made = { HttpError };', "export const x = 'eins';"]);
+    write('_shared.ts', ["import { HttpError } from '../../../lib/page/index.ts';", 'export const made = { HttpError };', "export const x = 'eins';"]);
     write('first.ts', page("import { x } from './_shared.ts';").concat("export { made as toJson } from './_shared.ts';"));
     write('second.ts', page("import { x } from './_shared.ts';").concat("export { made as toJson } from './_shared.ts';"));
-    write('unshared.ts', page("import { generateData as x } from '../../../lib/generate.ts';"));
+    write('unshared.ts', page("import { readTarget as x } from '../../../lib/http/index.ts';"));
     write('server.ts', page("import { createApp as x } from '../../../server.ts';"));
     write('missing.ts', page("import { x } from './_nowhere.ts';"));
     write('circle.ts', page("import { x } from './_circle.ts';"));
@@ -69,15 +71,15 @@ describe('imports of a script', () => {
     const loader = new ScriptLoader(dir, { reload: true });
     const titleOf = async () => ((await (await loader.load('first')).GET?.({} as never)) as Document).title;
     assert.equal(await titleOf(), 'eins');
-    write('_shared.ts', ["import { HttpError } from '../../../lib/http-error.ts';", 'export const made = { HttpError };', "export const x = 'zwei';"]);
+    write('_shared.ts', ["import { HttpError } from '../../../lib/page/index.ts';", 'export const made = { HttpError };', "export const x = 'zwei';"]);
     const later = new Date(Date.now() + 5000);
     utimesSync(path.join(dir, '_shared.ts'), later, later);
     assert.equal(await titleOf(), 'zwei');
   });
 
   const refusals = [
-    ['unshared', /^Cannot import \.\.\/\.\.\/\.\.\/lib\/generate\.ts: scripts share only the lib modules that lib\/modules\.ts lists \(accounts\.ts, .*http-error\.ts, .*\); add it there\.$/],
-    ['server', /^Cannot import \.\.\/\.\.\/\.\.\/server\.ts: a script imports lib modules listed in lib\/modules\.ts, \.ts files of its own folder, Node's modules and packages\.$/],
+    ['unshared', /^Cannot import \.\.\/\.\.\/\.\.\/lib\/http\/index\.ts: scripts import lib\/page\/index\.ts, the one lib module made for them; export what the script needs from there\.$/],
+    ['server', /^Cannot import \.\.\/\.\.\/\.\.\/server\.ts: a script imports lib\/page\/index\.ts, \.ts files of its own folder, Node's modules and packages\.$/],
     ['missing', new RegExp(`^Cannot import \\./_nowhere\\.ts: there is no file test/fixtures/tmp-imports-${process.pid}/_nowhere\\.ts\\.$`)],
     ['circle', /^Cannot import \.\/circle\.ts: the files of the scripts folder import each other in a circle\.$/],
   ] as const;

@@ -2,10 +2,10 @@
 // and the indexes that keep "contains" fast on large tables.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Db } from '../lib/db.ts';
-import { DataVersion } from '../lib/result-cache.ts';
+import type { Db } from '../lib/db/index.ts';
+import { DataVersion } from '../lib/db/index.ts';
 import type { TestServer } from './helpers.ts';
-import { startTestServer, readJson } from './helpers.ts';
+import { readJson, startTestServer } from './helpers.ts';
 
 let server: TestServer;
 

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { TestServer } from './helpers.ts';
-import { rawRequest, startTestServer, readJson } from './helpers.ts';
+import { rawRequest, readJson, startTestServer } from './helpers.ts';
 
 let server: TestServer;
 

@@ -3,9 +3,8 @@
 // Host headers. lib/session.ts, lib/auth.ts, lib/login-throttle.ts, scripts/login.ts.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import type { TestServer } from './helpers.ts';
+import type { TestDb, TestServer } from './helpers.ts';
 import { openTestDb, rawRequest, readJson, startTestServer, waitFor } from './helpers.ts';
-import type { TestDb } from './helpers.ts';
 import { basic, cookieOf, demo, logInAs, openLoginForm, postForm } from './login-helpers.ts';
 
 let db: TestDb;

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { XMLBuilder, type XmlBuilderOptions } from 'fast-xml-parser';
-import { createRandom } from '../lib/sample-data.ts';
-import { escapeXml, writeXml } from '../lib/xml.ts';
+import { createRandom } from '../bin/lib/sample-data.ts';
+import { escapeXml, writeXml } from '../lib/render/index.ts';
 
 const builder = new XMLBuilder({
   ignoreAttributes: false,

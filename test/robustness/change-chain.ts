@@ -3,7 +3,7 @@
 // or the person or neither. Names and titles are unique per chain, so the rows each change
 // leaves are known exactly; the chain stops at its first error. expectedRows() says what the
 // database must hold given the answers, and readRows() what it holds.
-import type { Db } from '../../lib/db.ts';
+import type { Db } from '../../lib/db/index.ts';
 import { loanBody, personBody, werkBody } from '../change-helpers.ts';
 import { demo } from '../login-helpers.ts';
 

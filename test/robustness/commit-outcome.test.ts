@@ -6,10 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import type { CommitMark } from '../../lib/commit-outcome.ts';
-import { beginWithMark, findCommitOutcome } from '../../lib/commit-outcome.ts';
-import type { Db, Queryable } from '../../lib/db.ts';
-import { openPostgres } from '../../lib/db.ts';
+import type { CommitMark, Db, Queryable } from '../../lib/db/index.ts';
+import { beginWithMark, findCommitOutcome, openPostgres } from '../../lib/db/index.ts';
 import { csrfTokenOf, personBody } from '../change-helpers.ts';
 import type { TestServer } from '../helpers.ts';
 import { startTestServer, waitFor } from '../helpers.ts';

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { after, before, test } from 'node:test';
-import { openPostgres } from '../../lib/db.ts';
+import { openPostgres } from '../../lib/db/index.ts';
 import type { TestServer } from '../helpers.ts';
 import { startTestServer } from '../helpers.ts';
 import { csrfTokenOf } from '../change-helpers.ts';

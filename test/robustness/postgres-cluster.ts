@@ -2,7 +2,7 @@
 // port of 127.0.0.1), so a test can stop, crash, freeze and restart it under load.
 // As root, the server runs as the postgres user, as PostgreSQL refuses to run as root.
 import { execFile, execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';

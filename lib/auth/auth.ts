@@ -1,0 +1,43 @@
+// Login sessions and the login throttle of a running server: each request's Requester is made
+// from them, failed logins go to the error log in fail2ban's words, and expired rows are swept.
+import type { Config } from '../config.ts';
+import type { Db } from '../db/index.ts';
+import type { Exchange, Target } from '../http/index.ts';
+import { clientAddress, clientPort } from '../http/index.ts';
+import type { Logs } from '../log/index.ts';
+import { LoginThrottle } from './login-throttle.ts';
+import { RequestAuth } from './request-auth.ts';
+import { Requester } from './requester.ts';
+import { SessionStore } from './session.ts';
+
+const sweepEveryMs = 10 * 60 * 1000;
+
+export class Auth {
+  readonly sessions: SessionStore;
+  private readonly throttle: LoginThrottle;
+  private readonly sweep: NodeJS.Timeout;
+
+  constructor(private readonly db: Db, config: Config, private readonly logs: Logs) {
+    this.sessions = new SessionStore(db, { idleMinutes: config.sessionIdleMinutes, maxHours: config.sessionMaxHours });
+    this.throttle = new LoginThrottle({ db });
+    this.sweep = setInterval(() => {
+      this.sessions.deleteExpired().catch((err: unknown) => logs.error(`deleting expired sessions failed: ${(err as Error).message}`));
+      this.throttle.deleteExpired().catch((err: unknown) => logs.error(`deleting old login counts failed: ${(err as Error).message}`));
+    }, sweepEveryMs).unref();
+  }
+
+  /** Who is asking in this exchange, read only when a script asks. */
+  requester(ex: Exchange, target: Target): Requester {
+    const { req } = ex;
+    return new Requester(() => new RequestAuth({
+      req, db: this.db, sessions: this.sessions,
+      cookie: { path: target.basePath + '/', secure: target.secure },
+      gate: this.throttle.gate(clientAddress(req), (message) => this.logs.error(message, { client: clientPort(req) })),
+      onFailure: (user, reason) => this.logs.authFailure({ client: clientPort(req), user, uri: target.path, reason, referer: req.headers.referer }),
+    }));
+  }
+
+  close(): void {
+    clearInterval(this.sweep);
+  }
+}

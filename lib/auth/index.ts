@@ -1,0 +1,9 @@
+// The auth room: accounts and their passwords, login sessions with CSRF tokens, the login
+// throttle, and who is asking in one request. Imports: db, http, log.
+export type { Account, NewAccount, Role } from './accounts.ts';
+export { createAccount, findAccount, listAccounts, normalizeUsername, personExists, roles, setPassword, setRole, usernamePattern } from './accounts.ts';
+export { Auth } from './auth.ts';
+export { checkNewPassword, hashPassword, verifyPassword } from './password.ts';
+export type { Identity, SessionControl } from './request-auth.ts';
+export { Requester } from './requester.ts';
+export { SessionStore } from './session.ts';

@@ -1,0 +1,90 @@
+// Remembers results of expensive reads (search totals and pages, the start page's counts) and
+// whole rendered documents until persons or works change. data_version (sql/005) moves in the
+// same transaction as every change, so one cheap read per request tells whether a remembered
+// result still holds, in every worker process alike.
+import type { Db } from './db.ts';
+
+/** Reads data_version; requests that arrive together share a read. */
+export class DataVersion {
+  private readonly db: Db;
+  // The read on its way to the database, and the one that follows it.
+  private reading: Promise<bigint> | null = null;
+  private queued: Promise<bigint> | null = null;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
+
+  /**
+   * The data version now; call once per request. A request that arrives while a read is under
+   * way waits for the next read, which is sent after the current one returns and so after the
+   * request arrived: a change committed before the request came is always seen, and sixty-four
+   * requests at once cost two reads, not sixty-four.
+   */
+  current(): Promise<bigint> {
+    if (!this.reading) {
+      this.reading = this.read().finally(() => {
+        this.reading = null;
+      });
+      return this.reading;
+    }
+    this.queued ??= this.reading.then(noop, noop).then(() => {
+      this.queued = null;
+      return this.current();
+    });
+    return this.queued;
+  }
+
+  private async read(): Promise<bigint> {
+    const [row] = await this.db.query<{ n: string }>('SELECT n::text AS n FROM data_version', [], { name: 'data-version', pipeline: true });
+    return BigInt(row?.n ?? '0');
+  }
+}
+
+/** Results by key, each valid for the data version it was computed at, least used dropped first. */
+export class ResultCache {
+  private readonly limit: number;
+  private version = -1n;
+  // A Map keeps insertion order: re-inserting on a hit makes the oldest entry the least used.
+  private readonly entries = new Map<string, unknown>();
+  // Requests that arrive while a result is being computed wait for that computation
+  // instead of starting their own: sixty-four clients asking for one new term run it once.
+  private readonly pending = new Map<string, Promise<unknown>>();
+
+  constructor(options: { limit?: number } = {}) {
+    this.limit = options.limit ?? 2000;
+  }
+
+  /**
+   * The result for key at this version: remembered, or compute()d and remembered. A result
+   * that keep() refuses goes to the requests waiting for it but is not remembered.
+   */
+  async get<T>(version: bigint, key: string, compute: () => Promise<T>, keep: (value: T) => boolean = () => true): Promise<T> {
+    if (version > this.version) {
+      this.entries.clear();
+      this.version = version;
+    }
+    if (version === this.version && this.entries.has(key)) {
+      const value = this.entries.get(key) as T;
+      this.entries.delete(key);
+      this.entries.set(key, value);
+      return value;
+    }
+    const flight = `${version}\u0000${key}`;
+    const running = this.pending.get(flight);
+    if (running) return running as Promise<T>;
+    const computing = compute().then((value) => {
+      // Computed while the data moved on (or for a request that read an older version):
+      // still right for its requests, not worth keeping.
+      if (version === this.version && keep(value)) {
+        this.entries.set(key, value);
+        if (this.entries.size > this.limit) this.entries.delete(this.entries.keys().next().value as string);
+      }
+      return value;
+    }).finally(() => this.pending.delete(flight));
+    this.pending.set(flight, computing);
+    return computing;
+  }
+}
+
+function noop(): void {}

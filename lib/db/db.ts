@@ -1,0 +1,87 @@
+// The one database interface the site uses, over node-postgres (postgres.ts) and the embedded
+// PGlite (pglite.ts), so scripts and tests run the same SQL against either; and how a failure
+// is classified for the callers above.
+import type pg from 'pg';
+
+export type Row = Record<string, unknown>;
+
+export interface QueryOptions {
+  /**
+   * Prepares the statement under this name once per connection, sparing PostgreSQL the
+   * parsing and planning of every later run (node-postgres named statements). For hot
+   * queries whose plan does not depend on the values, e.g. a lookup by key; not for
+   * searches, whose best plan depends on the term.
+   */
+  name?: string;
+  /**
+   * A short statement, such as a lookup by key: sent on one of a few connections kept in
+   * pipeline mode, which take statements from any number of requests without waiting for the
+   * answers before; the statements of one turn of the event loop go out in one write and the
+   * server answers them one after the other without sleeping in between. Not for a statement
+   * that may take long: the ones behind it on its connection wait for it. Outside transactions
+   * on PostgreSQL; elsewhere it changes nothing.
+   */
+  pipeline?: boolean;
+}
+
+export interface Queryable {
+  /** Runs one statement with $1… placeholders and returns its rows. */
+  query<R = Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<R[]>;
+  /** Runs a script of several statements without parameters (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+export interface Db extends Queryable {
+  readonly kind: 'postgres' | 'pglite';
+  /**
+   * Runs fn in one transaction: committed when fn resolves, rolled back when it throws. On
+   * PostgreSQL a COMMIT that gets no answer is looked up before the caller hears of it: the
+   * result if it committed, DbUnavailableError if it did not or if nobody can tell in time.
+   */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** The database could not be reached or gave up: the request may succeed later (the front answers 503). */
+export class DbUnavailableError extends Error {
+  override name = 'DbUnavailableError';
+}
+
+/** A value the database cannot hold or compare, such as a NUL byte: the request's fault (the front answers 400). */
+export class DbInputError extends Error {
+  override name = 'DbInputError';
+}
+
+/** A statement as node-postgres takes it: named (prepared once per connection) when asked. */
+export function toConfig(text: string, params: readonly unknown[] | undefined, options: QueryOptions | undefined): pg.QueryConfig {
+  const values = params as unknown[] | undefined;
+  return options?.name ? { name: options.name, text, values } : { text, values };
+}
+
+// Connection failures become DbUnavailableError so the front can answer 503, not 500.
+const unavailableCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
+const unavailableSqlStates = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08003', '08006', '08001', '08004']);
+
+// Text PostgreSQL cannot hold, such as a NUL byte in a search term or a user name: only a
+// request can bring it (SQLSTATE 22021, 22P05).
+const badTextSqlStates = new Set(['22021', '22P05']);
+
+export function isUnavailable(err: unknown): boolean {
+  return classifyError(err) instanceof DbUnavailableError;
+}
+
+/** A failure as the callers above see it: unavailable (try later), bad input, or as it was. */
+export function classifyError(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const code = (err as { code?: string }).code;
+  if (code && badTextSqlStates.has(code)) {
+    return new DbInputError('The request contains a character that cannot be stored or searched, such as a NUL byte; remove it and try again.', { cause: err });
+  }
+  if (code && (unavailableCodes.has(code) || unavailableSqlStates.has(code))) {
+    return new DbUnavailableError(`database unavailable: ${err.message}`, { cause: err });
+  }
+  if (/timeout exceeded when trying to connect|Connection terminated|Query read timeout|not queryable|Client was closed/i.test(err.message)) {
+    return new DbUnavailableError(`database unavailable: ${err.message}`, { cause: err });
+  }
+  return err;
+}

@@ -1,0 +1,37 @@
+// The embedded PostgreSQL (PGlite): one connection in this process, in ./data or in memory.
+import type { Db } from './db.ts';
+import { classifyError } from './db.ts';
+
+export interface PgliteOptions {
+  /** Directory for the data files; null keeps everything in memory (tests). */
+  dataDir: string | null;
+}
+
+export async function openPglite(options: PgliteOptions): Promise<Db> {
+  // Imported here, not at the top: PGlite's module is large (docs/performance.md, Memory), and
+  // a server on PostgreSQL should not carry it in every worker.
+  const [{ PGlite }, { pg_trgm }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite/contrib/pg_trgm'),
+  ]);
+  const lite = new PGlite(options.dataDir ?? 'memory://', { extensions: { pg_trgm } });
+  await lite.waitReady;
+  // PGlite runs one connection; its own transaction() queues other queries until it ends.
+  return {
+    kind: 'pglite',
+    query: async <R>(sql: string, params?: readonly unknown[]) => {
+      try {
+        return (await lite.query<R>(sql, params as unknown[] | undefined)).rows;
+      } catch (err) {
+        throw classifyError(err);
+      }
+    },
+    exec: async (sql) => { await lite.exec(sql); },
+    transaction: (fn) => lite.transaction((tx) => fn({
+      query: async <R>(sql: string, params?: readonly unknown[]) =>
+        (await tx.query<R>(sql, params as unknown[] | undefined)).rows,
+      exec: async (sql) => { await tx.exec(sql); },
+    })).catch((err: unknown) => { throw classifyError(err); }),
+    close: () => lite.close(),
+  };
+}

@@ -1,0 +1,143 @@
+// Short statements on a few connections in node-postgres's pipeline mode: many requests'
+// statements in one write, answered in order (docs/performance.md, Statements in one write).
+import pg from 'pg';
+import { classifyError, DbUnavailableError } from './db.ts';
+import type { PostgresOptions } from './postgres.ts';
+import type { ReadWatchdog, WatchedClient } from './watchdog.ts';
+import { readFailure, started } from './watchdog.ts';
+
+/** How many connections of a Db carry pipelined statements: a slow statement holds up only its own. */
+const pipelineConnections = 2;
+
+interface Pipe {
+  client: WatchedClient;
+  /** Settles once connected; statements wait for it here, not in pg's queue. */
+  ready: Promise<void>;
+  connected: boolean;
+  /** Lost, cut or closed: the next statement opens a new connection in its place. */
+  broken: boolean;
+  /** Statements waiting for the connection to open. */
+  waiting: number;
+  /** The watchdog's ticks at which the statements now on the wire were sent, oldest first. */
+  sent: number[];
+  /** Writes wait until the end of this turn of the event loop (setImmediate). */
+  corked: boolean;
+}
+
+/**
+ * The connections that carry statements marked `pipeline` (QueryOptions), in node-postgres's
+ * pipeline mode. Each statement goes to the connection with the fewest waiting or unanswered. The
+ * socket is corked from the first statement of a turn of the event loop to its end, so the
+ * statements of all requests that arrived in that turn leave in one write, where a pool writes
+ * once per statement and wakes a server process each time (docs/performance.md).
+ * Failures are classified as the pool's are; a connection that fails, or whose oldest statement
+ * gets no answer in time (the watchdog), fails all of its statements and is replaced.
+ */
+export class Pipelines {
+  private readonly pipes: (Pipe | null)[] = Array.from({ length: pipelineConnections }, () => null);
+
+  constructor(private readonly options: PostgresOptions, private readonly watchdog: ReadWatchdog) {}
+
+  async query<R>(config: pg.QueryConfig): Promise<R[]> {
+    const pipe = this.pick();
+    if (!pipe.connected) {
+      pipe.waiting++;
+      try {
+        await pipe.ready;
+      } finally {
+        pipe.waiting--;
+      }
+    }
+    try {
+      return (await this.send(pipe, config)).rows as R[];
+    } catch (err) {
+      const failure = classifyError(readFailure(pipe.client, err));
+      if (failure instanceof DbUnavailableError) this.discard(pipe, 'destroy');
+      throw failure;
+    }
+  }
+
+  /** Says goodbye on idle connections; one with a statement still unanswered is cut, as end() would wait for it. */
+  async close(): Promise<void> {
+    await Promise.all(this.pipes.map((pipe) => {
+      if (!pipe) return undefined;
+      const idle = pipe.connected && !pipe.broken && pipe.sent.length === 0;
+      this.discard(pipe, idle ? 'end' : 'destroy');
+      return idle ? pipe.client.end().catch(() => undefined) : undefined;
+    }));
+  }
+
+  /** The connection with the fewest statements waiting or unanswered; a missing or broken one is opened. */
+  private pick(): Pipe {
+    let best: Pipe | null = null;
+    for (const [i, slot] of this.pipes.entries()) {
+      const pipe = slot && !slot.broken ? slot : (this.pipes[i] = this.open());
+      if (!best || pipe.waiting + pipe.sent.length < best.waiting + best.sent.length) best = pipe;
+    }
+    return best as Pipe;
+  }
+
+  private open(): Pipe {
+    const { connectionString, statementTimeoutMs, connectTimeoutMs = 3000, onError } = this.options;
+    const client = new pg.Client({
+      connectionString, statement_timeout: statementTimeoutMs, connectionTimeoutMillis: connectTimeoutMs,
+      application_name: 'portfolio', pipeline: true,
+    } as pg.ClientConfig) as WatchedClient;
+    const pipe: Pipe = { client, ready: Promise.resolve(), connected: false, broken: false, waiting: 0, sent: [], corked: false };
+    // Without a listener the process dies. Statements on the wire fail with it (pg fails them
+    // all), and their requests log it; a loss between statements is logged here, as the pool's are.
+    client.on('error', (err) => {
+      if (!pipe.broken && pipe.sent.length === 0) onError?.(err);
+      this.discard(pipe, 'destroy');
+    });
+    pipe.ready = client.connect().then(
+      () => {
+        pipe.connected = true;
+        this.watchdog.watch(client);
+      },
+      (err: Error) => {
+        this.discard(pipe, 'destroy');
+        // The pool's words for the same failure, so logs read the same.
+        const message = err.message === 'timeout expired' ? 'timeout exceeded when trying to connect' : err.message;
+        throw new DbUnavailableError(`database unavailable: ${message}`, { cause: err });
+      },
+    );
+    // Opened beside the one a statement waits for, it may fail with nobody waiting.
+    pipe.ready.catch(() => undefined);
+    return pipe;
+  }
+
+  private send(pipe: Pipe, config: pg.QueryConfig): Promise<pg.QueryResult> {
+    const { client } = pipe;
+    pipe.sent.push(this.watchdog.now);
+    client[started] = pipe.sent[0] as number;
+    this.cork(pipe);
+    return new Promise((resolve, reject) => {
+      client.query(config, (err: Error | null, result: pg.QueryResult) => {
+        // Answers come in the order the statements were sent; a failed connection fails them all.
+        pipe.sent.shift();
+        client[started] = pipe.sent[0] ?? 0;
+        if (err) reject(err);
+        else resolve(result);
+      });
+    });
+  }
+
+  private cork(pipe: Pipe): void {
+    if (pipe.corked) return;
+    pipe.corked = true;
+    const { stream } = (pipe.client as unknown as { connection: { stream: { cork(): void; uncork(): void } } }).connection;
+    stream.cork();
+    setImmediate(() => {
+      pipe.corked = false;
+      stream.uncork();
+    });
+  }
+
+  private discard(pipe: Pipe, how: 'end' | 'destroy'): void {
+    if (pipe.broken) return;
+    pipe.broken = true;
+    this.watchdog.forget(pipe.client);
+    if (how === 'destroy') (pipe.client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+  }
+}

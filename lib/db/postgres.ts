@@ -1,0 +1,167 @@
+// PostgreSQL through node-postgres: a pool for statements and transactions, the pipelined
+// connections for short statements, and transactions whose COMMIT got no answer looked up
+// before the caller hears of it (commit-outcome.ts).
+import pg from 'pg';
+import type { CommitMark, OutcomeOptions } from './commit-outcome.ts';
+import { beginWithMark, findCommitOutcome } from './commit-outcome.ts';
+import type { Db, QueryOptions, Queryable } from './db.ts';
+import { classifyError, DbUnavailableError, isUnavailable, toConfig } from './db.ts';
+import { Pipelines } from './pipeline.ts';
+import { ReadWatchdog } from './watchdog.ts';
+
+export interface PostgresOptions {
+  connectionString: string;
+  statementTimeoutMs: number;
+  /** How long a query waits for a connection (a new one, or a free one of the pool) before 503. */
+  connectTimeoutMs?: number;
+  maxConnections?: number;
+  /**
+   * How long a transaction whose COMMIT got no answer asks a fresh connection whether it
+   * committed, before it is answered 503 with its outcome unknown (default 10 s).
+   */
+  outcomeTimeoutMs?: number;
+  onError?: (err: Error) => void;
+  /** A COMMIT that got no answer but committed, found out afterwards. */
+  onWarning?: (message: string) => void;
+}
+
+export function openPostgres(options: PostgresOptions): Db {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.maxConnections ?? 10,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
+    idleTimeoutMillis: 30_000,
+    statement_timeout: options.statementTimeoutMs,
+    idle_in_transaction_session_timeout: options.statementTimeoutMs * 2,
+    application_name: 'portfolio',
+  });
+  // An idle client that loses its server emits here; without a listener the process dies.
+  pool.on('error', (err) => options.onError?.(err));
+  // The server enforces statement_timeout only while it runs; a server that hangs (stopped,
+  // unreachable) is given up on here, so no request waits much longer than the statement would.
+  const watchdog = new ReadWatchdog(pool, options.statementTimeoutMs + 1000, options.onError);
+  const pipelines = new Pipelines(options, watchdog);
+
+  /**
+   * One statement on a connection of the pool, watched (pool.query would set a timer per
+   * statement), with its rows; failures come out classified. One async layer: each more costs
+   * every statement a promise and a turn of the microtask queue.
+   */
+  const runOnPool = async <R>(config: pg.QueryConfig | string): Promise<R[]> => {
+    let client: pg.PoolClient | undefined;
+    let broken = false;
+    try {
+      client = await pool.connect();
+      return (await watchdog.query(client, config)).rows as R[];
+    } catch (err) {
+      const failure = classifyError(err);
+      // A statement the server refused leaves the connection ready for the next one.
+      broken = failure instanceof DbUnavailableError;
+      throw failure;
+    } finally {
+      client?.release(broken);
+    }
+  };
+
+  return {
+    kind: 'postgres',
+    query: <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) => (queryOptions?.pipeline
+      ? pipelines.query<R>(toConfig(sql, params, queryOptions))
+      : runOnPool<R>(toConfig(sql, params, queryOptions))),
+    exec: async (sql) => { await runOnPool(sql); },
+    transaction: async (fn) => {
+      const attempt = await attemptTransaction(pool, watchdog, fn).catch((err: unknown) => {
+        throw classifyError(err);
+      });
+      if (attempt.committed) return attempt.result;
+      return settleCommit(attempt, {
+        connectionString: options.connectionString,
+        connectTimeoutMs: options.connectTimeoutMs ?? 3000,
+        timeoutMs: options.outcomeTimeoutMs ?? 10_000,
+        onWarning: options.onWarning,
+      });
+    },
+    close: async () => {
+      watchdog.stop();
+      await Promise.all([pool.end(), pipelines.close()]);
+    },
+  };
+}
+
+type Attempt<T> = { committed: true; result: T } | { committed: false; result: T; mark: CommitMark; failure: Error };
+
+/**
+ * BEGIN, fn, COMMIT on one connection. A failure before the COMMIT rolls back; a COMMIT the
+ * server refused did not commit; a COMMIT that got no answer, or whose connection broke, may
+ * have committed or not (the server may read it after the client gave up): the attempt says so.
+ */
+async function attemptTransaction<T>(pool: pg.Pool, watchdog: ReadWatchdog, fn: (tx: Queryable) => Promise<T>): Promise<Attempt<T>> {
+  const client = await pool.connect();
+  const run = (config: pg.QueryConfig | string) => watchdog.query(client, config);
+  // A connection whose server went away or stopped answering is not used again; when it ends,
+  // the server rolls back whatever it had not committed.
+  let broken = false;
+  try {
+    const [, marked] = (await run(beginWithMark)) as unknown as [pg.QueryResult, pg.QueryResult<CommitMark>];
+    const mark = marked.rows[0] as CommitMark;
+    let result: T;
+    try {
+      result = await fn({
+        query: async <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) =>
+          (await run(toConfig(sql, params, queryOptions))).rows as R[],
+        exec: async (sql) => { await run(sql); },
+      });
+    } catch (err) {
+      broken = isUnavailable(err) || !(await rollBack(run));
+      throw err;
+    }
+    try {
+      await run('COMMIT');
+      return { committed: true, result };
+    } catch (err) {
+      if (!isUnavailable(err)) throw err; // the server answered: it did not commit
+      broken = true;
+      return { committed: false, result, mark, failure: err as Error };
+    }
+  } catch (err) {
+    if (isUnavailable(err)) broken = true;
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
+
+async function rollBack(run: (sql: string) => Promise<unknown>): Promise<boolean> {
+  try {
+    await run('ROLLBACK');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The outcome of a COMMIT that got no answer, asked from a fresh connection (lib/commit-outcome.ts):
+ * committed, the change stands and the request succeeds; aborted, 503 as for any outage; still
+ * unknown after timeoutMs, 503 with an error-log line that says so and names the transaction.
+ */
+async function settleCommit<T>(
+  attempt: Extract<Attempt<T>, { committed: false }>,
+  options: OutcomeOptions & { onWarning?: (message: string) => void },
+): Promise<T> {
+  const { mark, failure } = attempt;
+  const started = performance.now();
+  const outcome = await findCommitOutcome(mark, options);
+  const after = `${Math.round(performance.now() - started)} ms`;
+  const what = `COMMIT of transaction ${mark.xid} got no answer (${failure.message})`;
+  if (outcome === 'committed') {
+    options.onWarning?.(`${what}; it committed, as pg_xact_status showed after ${after}`);
+    return attempt.result;
+  }
+  if (outcome === 'aborted') throw new DbUnavailableError(`database unavailable: ${what}; it did not commit, as pg_xact_status showed after ${after}`, { cause: failure });
+  throw new DbUnavailableError(
+    `database unavailable: ${what}; its outcome is unknown: nothing settled it within ${after}. ` +
+      `SELECT pg_xact_status('${mark.xid}') on the server tells whether the change was saved`,
+    { cause: failure },
+  );
+}

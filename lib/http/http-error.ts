@@ -1,0 +1,54 @@
+// The one error type that ends a request with a status (404, 400, 405 …), and the two answers a
+// script gives instead of a document: a redirect and 204. lib/render/problem.ts turns an
+// HttpError into an HTML page or RFC 9457 problem details.
+export interface HttpErrorOptions {
+  /** Problem type URI (RFC 9457 section 3.1.1); about:blank when the status says it all. */
+  type?: string;
+  /** Methods the resource supports, for 405 (RFC 9110 section 15.5.6). */
+  allow?: readonly string[];
+  /** Other representations of the resource, for 406. */
+  alternates?: readonly { type: string; href: string }[];
+  headers?: Record<string, string>;
+  /** For 403: the local path a login should return to; the HTML page then offers the login link. */
+  login?: string;
+  /** For 422 and 409: one message per field, listed as `errors` in problem details. */
+  errors?: readonly FieldError[];
+  cause?: unknown;
+}
+
+/** What is wrong with one field of a request body. */
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class HttpError extends Error {
+  override name = 'HttpError';
+  readonly status: number;
+  readonly options: HttpErrorOptions;
+
+  constructor(status: number, message: string, options: HttpErrorOptions = {}) {
+    super(message, { cause: options.cause });
+    this.status = status;
+    this.options = options;
+  }
+}
+
+/**
+ * Thrown by a script to send the client elsewhere, like PHP's header('Location: …'); exit;
+ * The location is a site path; the front makes it absolute.
+ */
+export class Redirect {
+  readonly location: string;
+  readonly status: 301 | 302 | 303 | 307 | 308;
+
+  constructor(location: string, status: 301 | 302 | 303 | 307 | 308 = 303) {
+    this.location = location;
+    this.status = status;
+  }
+}
+
+/** Returned by a script whose change leaves nothing to show: 204 (a DELETE from an API client). */
+export class NoContent {
+  readonly status = 204;
+}

@@ -1,0 +1,20 @@
+// The HTTP room: the hardened node:http server and its process model, the request target, the
+// choice of representation, request bodies, the one HttpError, writing responses, files of public/
+// and the proxy to a legacy upstream. Imports: log.
+export type { Body, BodyReader, BodyType } from './body.ts';
+export { bodyTypeOf, createBodyReader, hasBody, refuseLargeBody } from './body.ts';
+export { listen, runPrimary, runsWorkers } from './cluster.ts';
+export type { FieldError, HttpErrorOptions } from './http-error.ts';
+export { HttpError, NoContent, Redirect } from './http-error.ts';
+export { effectiveMethod } from './method-override.ts';
+export type { Alternate, Format } from './negotiate.ts';
+export { alternatesOf, chooseFormat, formats, mediaTypes, negotiateErrorFormat } from './negotiate.ts';
+export { createProxy, UpstreamError } from './proxy.ts';
+export type { Exchange, Viewer } from './respond.ts';
+export { clientAddress, clientPort, createExchange, etagOf, matchesEtag, notModifiedHeaders, sendBody, sendEmpty } from './respond.ts';
+export type { ServerLimits } from './server.ts';
+export { createHttpServer, lingerAfterAnswer } from './server.ts';
+export { serveFile, StaticFiles } from './static.ts';
+export type { Target } from './target.ts';
+export { isEncrypted, locate, readTarget } from './target.ts';
+export type { XmlElement } from './xml-body.ts';

@@ -1,0 +1,80 @@
+// Writing responses: bodies with Content-Length, HEAD without a body, strong ETags and
+// conditional GET (RFC 9110 sections 8.8.3 and 13.1.2), and the bytes the access log counts.
+import { hash } from 'node:crypto';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Format } from './negotiate.ts';
+
+/** One request and its response, as the access log and the error answers see them. */
+export interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** Body bytes sent (%b). */
+  bytes: number;
+  /** Authenticated user name (%u), when there is one. */
+  user: string | null;
+  /** The representation suffix of the address, once read: an error answer takes it too. */
+  suffix: Format | null;
+  /** Who the page header shows, once a script asked who is asking (lib/auth); null otherwise. */
+  viewer: Viewer | null;
+}
+
+/** The requester as the page header shows them: the name, their own loan list, the log-out token (none for Basic). */
+export interface Viewer {
+  name: string;
+  /** Relative to <base href>: entlehnte/2. */
+  loans: string;
+  csrfToken: string | null;
+}
+
+export function createExchange(req: IncomingMessage, res: ServerResponse): Exchange {
+  return { req, res, bytes: 0, user: null, suffix: null, viewer: null };
+}
+
+/** The one ETag of the site: a hash of the bytes sent (docs/performance.md: the one-shot hash()). */
+export function etagOf(body: string | Buffer): string {
+  return `"${hash('sha1', body, 'base64url').slice(0, 27)}"`;
+}
+
+/** If-None-Match uses the weak comparison: W/"x" matches "x" (RFC 9110 section 13.1.2). */
+export function matchesEtag(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  for (const candidate of header.split(',')) {
+    const tag = candidate.trim();
+    if ((tag.startsWith('W/') ? tag.slice(2) : tag) === etag) return true;
+  }
+  return false;
+}
+
+/** A 304 carries the validators and caching headers only (RFC 9110 section 15.4.5). */
+export function notModifiedHeaders(headers: Record<string, string>): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const name of ['etag', 'cache-control', 'vary']) if (headers[name] !== undefined) kept[name] = headers[name];
+  return kept;
+}
+
+export function sendBody(ex: Exchange, status: number, headers: OutgoingHttpHeaders, body: string | Buffer): void {
+  const { req, res } = ex;
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  res.writeHead(status, { ...headers, 'content-length': length });
+  if (req.method === 'HEAD' || status === 204 || status === 304) {
+    res.end();
+    return;
+  }
+  ex.bytes = length;
+  res.end(body);
+}
+
+export function sendEmpty(ex: Exchange, status: number, headers: OutgoingHttpHeaders = {}): void {
+  ex.res.writeHead(status, status === 204 || status === 304 ? headers : { ...headers, 'content-length': 0 });
+  ex.res.end();
+}
+
+export function clientAddress(req: IncomingMessage): string {
+  return req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '-';
+}
+
+/** 'ip:port', as the error log names a client. */
+export function clientPort(req: IncomingMessage): string {
+  return `${clientAddress(req)}:${req.socket.remotePort ?? 0}`;
+}

@@ -1,0 +1,81 @@
+// The request target, read once: the percent-decoded path, the raw query, the representation
+// suffix, and the origin every absolute link is made from (BASE_URL, or an allowed Host, so a
+// forged Host never reaches a link; docs/interface.md, URLs).
+import type { IncomingMessage } from 'node:http';
+import type { Config } from '../config.ts';
+import { HttpError } from './http-error.ts';
+import type { Format } from './negotiate.ts';
+import { takeSuffix } from './negotiate.ts';
+import type { Exchange } from './respond.ts';
+
+export interface Target {
+  /** The percent-decoded path as asked for, suffix included. */
+  path: string;
+  /** The path without its representation suffix: what the rewrite rules see. */
+  bare: string;
+  suffix: Format | null;
+  /** The raw query string without "?". */
+  query: string;
+  /** https://example.org, without a path. */
+  origin: string;
+  /** BASE_URL's path prefix, '' at the root of the host. */
+  basePath: string;
+  /** The absolute URL of a site path. */
+  link: (sitePath: string) => string;
+  /** Whether the session cookie must be Secure: TLS here, or an https BASE_URL in front. */
+  secure: boolean;
+}
+
+const maxTargetLength = 8192;
+
+/**
+ * 414 for an address over 8192 characters, 400 for a bad percent-encoding or a Host that is not
+ * served here, 404 for a NUL or a ".." segment (never a file read). Suffixes are taken off only
+ * when the rewrite table wants them (an imported .htaccess table does not); the suffix is noted
+ * on the exchange at once, so the answer to a Host not served here comes in it too.
+ */
+export function readTarget(ex: Exchange, config: Config, options: { suffixes: boolean }): Target {
+  const { req } = ex;
+  const url = req.url ?? '/';
+  if (url.length > maxTargetLength) throw new HttpError(414, `The address is longer than ${maxTargetLength} characters.`);
+  if (!url.startsWith('/')) throw new HttpError(400, 'The request target must be a path beginning with /.');
+  const mark = url.indexOf('?');
+  let path: string;
+  try {
+    path = decodeURIComponent(mark === -1 ? url : url.slice(0, mark));
+  } catch {
+    throw new HttpError(400, 'The address contains an invalid percent-encoding.');
+  }
+  if (path.includes('\0') || path.split('/').includes('..')) throw new HttpError(404, 'There is no document at this address.');
+  const [bare, suffix] = options.suffixes ? takeSuffix(path) : [path, null];
+  ex.suffix = suffix;
+  const base = config.baseUrl ? new URL(config.baseUrl) : null;
+  const origin = base ? base.origin : originOf(req, config);
+  const basePath = base ? base.pathname.replace(/\/$/, '') : '';
+  const secure = isEncrypted(req) || base?.protocol === 'https:';
+  return { path, bare, suffix, query: mark === -1 ? '' : url.slice(mark + 1), origin, basePath, link: (p) => origin + basePath + p, secure };
+}
+
+/** A redirect's absolute Location; the suffix is kept on the path (/person/old.json → /person/new.json). */
+export function locate(target: Target, location: string, suffix: Format | null): string {
+  if (/^https?:\/\//i.test(location)) return location;
+  const mark = location.indexOf('?');
+  const pathPart = mark === -1 ? location : location.slice(0, mark);
+  return target.link(pathPart + (suffix ? `.${suffix}` : '')) + (mark === -1 ? '' : location.slice(mark));
+}
+
+function originOf(req: IncomingMessage, config: Config): string {
+  const host = (req.headers.host ?? 'localhost').toLowerCase();
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0] ?? '';
+  if (!config.allowedHosts.includes(host) && !config.allowedHosts.includes(name)) {
+    throw new HttpError(400, `The host ${host.slice(0, 100)} is not served here; add it to ALLOWED_HOSTS or set BASE_URL.`);
+  }
+  if (!/^[a-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9a-f:.]+\](:[0-9]{1,5})?$/.test(host)) {
+    throw new HttpError(400, 'The Host header is malformed.');
+  }
+  return `${isEncrypted(req) ? 'https' : 'http'}://${host}`;
+}
+
+export function isEncrypted(req: IncomingMessage): boolean {
+  return (req.socket as { encrypted?: boolean }).encrypted === true;
+}

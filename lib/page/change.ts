@@ -1,0 +1,94 @@
+// Who may change what, and the one way a change runs (docs/interface.md, Changing data): the
+// requester must be logged in; a change made with the session cookie needs the session's CSRF
+// token; one made with Basic credentials must be JSON or XML, so no form on another site can use
+// a browser's stored credentials. A form gets 303 to the result, an API client the document.
+import type { Identity } from '../auth/index.ts';
+import type { Queryable } from '../db/index.ts';
+import type { Body } from '../http/index.ts';
+import { hasBody, HttpError, NoContent, Redirect } from '../http/index.ts';
+import type { Failure } from './form.ts';
+import { failureOf } from './form.ts';
+import type { Document, Outcome, ScriptRequest } from './request.ts';
+import { requireLogin, withLogin } from './request.ts';
+
+export interface ChangeOptions {
+  /** The page a login leads back to: the form of the change, e.g. /person/max-muster/bearbeiten. */
+  back: string;
+  /** A DELETE may come without a body (API clients); a form sends one for its _method and token. */
+  bodyless?: boolean;
+}
+
+/** What a change did: where a browser's form goes next, and what an API client gets. */
+export interface Changed {
+  /** The site path a form answers 303 to. */
+  then: string;
+  /** The changed resource (200, or 201 with status and location), or none: 204. */
+  document?: Document;
+}
+
+type FormAgain = (failure: Failure) => Document | Promise<Document>;
+
+/**
+ * Runs a change: the requester and the body are checked first (400, 403 or 415, nothing changed),
+ * then `run`. A 403 on the way offers the login link to `back`. When a browser's form fails
+ * validation, authorization or a conflict, `formAgain` shows the form again with what was typed.
+ */
+export async function change(req: ScriptRequest, options: ChangeOptions & { bodyless?: false }, run: (c: { requester: Identity; body: Body }) => Promise<Changed>, formAgain?: FormAgain): Promise<Outcome>;
+export async function change(req: ScriptRequest, options: ChangeOptions & { bodyless: true }, run: (c: { requester: Identity }) => Promise<Changed>, formAgain?: FormAgain): Promise<Outcome>;
+export async function change(req: ScriptRequest, options: ChangeOptions, run: (c: { requester: Identity; body: Body }) => Promise<Changed>, formAgain?: FormAgain): Promise<Outcome> {
+  try {
+    const body = options.bodyless && !hasBody(req.headers) ? null : await req.body(['form', 'json', 'xml']);
+    const requester = await beginChange(req, body, options.back);
+    const { then, document } = await run({ requester, body: body as Body });
+    if (body?.type === 'form') return new Redirect(then, 303);
+    return document ? { ...document, cacheControl: 'private, no-store' } : new NoContent();
+  } catch (err) {
+    const refusal = withLogin(err, options.back);
+    const failure = formAgain ? await failureOf(req, refusal) : null;
+    if (formAgain && failure) return formAgain(failure);
+    throw refusal;
+  }
+}
+
+async function beginChange(req: ScriptRequest, body: Body | null, back: string): Promise<Identity> {
+  const requester = await requireLogin(req, back, {
+    anonymous: 'Log in to change this: with the login form, or with HTTP Basic credentials and a JSON or XML body.',
+    expired: 'Your session has expired; log in again and repeat the change.',
+  });
+  if (requester.via === 'basic' && body?.type === 'form') {
+    throw new HttpError(415, 'With HTTP Basic credentials send the body as application/json or application/xml; HTML forms need a login session and its CSRF token.');
+  }
+  if (requester.via === 'session') {
+    const header = req.headers['x-csrf-token'];
+    const token = (body?.type === 'form' ? body.fields.get('csrf_token') : null) ?? (typeof header === 'string' ? header : null);
+    if (!(await req.session.checkCsrf(token))) {
+      throw new HttpError(403, 'The CSRF token is missing or wrong: the form has expired or did not come from this site. Reload the form and send it again (API clients: send the token in X-CSRF-Token).');
+    }
+  }
+  return requester;
+}
+
+/** Librarians change every person; a user only the person of their account. */
+export async function mayChangePerson(db: Queryable, requester: Identity, personId: number): Promise<boolean> {
+  if (requester.role === 'librarian') return true;
+  const rows = await db.query(
+    'SELECT 1 FROM account a JOIN person p ON p.username = a.person_username WHERE a.id = $1 AND p.id = $2',
+    [requester.id, personId],
+  );
+  return rows.length > 0;
+}
+
+export function notYours(what: string): HttpError {
+  return new HttpError(403, `You may change only your own person and its works, not ${what}; a librarian may change everything.`);
+}
+
+export function librariansOnly(what: string): HttpError {
+  return new HttpError(403, `Only a librarian may ${what}.`);
+}
+
+/** The PostgreSQL error of a failed statement: its SQLSTATE and the constraint that refused it. */
+export function databaseErrorOf(err: unknown): { code: string; constraint: string | null } | null {
+  if (!(err instanceof Error)) return null;
+  const { code, constraint } = err as { code?: unknown; constraint?: unknown };
+  return typeof code === 'string' ? { code, constraint: typeof constraint === 'string' ? constraint : null } : null;
+}

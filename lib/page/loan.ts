@@ -1,0 +1,116 @@
+// One loan: /entlehnte/<user_id>/<work_id>, the URL a lending answers with (201 Location). It
+// shows the latest loan of that work to that user, so the link keeps working after the return,
+// which it then states (zurueck). A lending as a librarian's request states it, and its form.
+// Writing is loan-store.ts.
+import type { Queryable } from '../db/index.ts';
+import type { Body, FieldError } from '../http/index.ts';
+import type { FormField, FormState } from './form.ts';
+import { fieldOf } from './form.ts';
+import type { Shape } from './input.ts';
+import { readFields } from './input.ts';
+import type { LinkFn, View } from './request.ts';
+
+export interface LoanRecord {
+  account: { id: number; username: string };
+  werk: { id: number; titel: string };
+  person: { slug: string; vorname: string; nachname: string };
+  /** YYYY-MM-DD */
+  seit: string;
+  bis: string;
+  /** The day it came back, or null while it is out. */
+  zurueck: string | null;
+  ueberfaellig: boolean;
+}
+
+export async function findLoan(db: Queryable, accountId: number, werkId: number): Promise<LoanRecord | null> {
+  const [loan] = await db.query<LoanRecord>(
+    `SELECT json_build_object('id', a.id, 'username', a.username) AS account,
+            json_build_object('id', w.id, 'titel', w.titel) AS werk,
+            json_build_object('slug', p.slug, 'vorname', p.vorname, 'nachname', p.nachname) AS person,
+            to_char(l.since, 'YYYY-MM-DD') AS seit, to_char(l.until, 'YYYY-MM-DD') AS bis,
+            to_char(l.returned_at, 'YYYY-MM-DD') AS zurueck,
+            l.returned_at IS NULL AND l.until < current_date AS ueberfaellig
+       FROM loan l JOIN account a ON a.id = l.account_id JOIN werk w ON w.id = l.werk_id JOIN person p ON p.id = w.person_id
+      WHERE l.account_id = $1 AND l.werk_id = $2
+      ORDER BY l.returned_at IS NULL DESC, l.since DESC, l.id DESC
+      LIMIT 1`,
+    [accountId, werkId],
+  );
+  return loan ?? null;
+}
+
+export function loanPath(loan: { account: { id: number }; werk: { id: number } }): string {
+  return `/entlehnte/${loan.account.id}/${loan.werk.id}`;
+}
+
+export function loanJson(loan: LoanRecord, link: LinkFn) {
+  return {
+    url: link(loanPath(loan)),
+    benutzer: { name: loan.account.username, entlehnte: link(`/entlehnte/${loan.account.id}`) },
+    werk: { titel: loan.werk.titel, url: link(`/werk/${loan.werk.id}`) },
+    person: { name: `${loan.person.vorname} ${loan.person.nachname}`, url: link(`/person/${loan.person.slug}`) },
+    seit: loan.seit,
+    bis: loan.bis,
+    zurueck: loan.zurueck,
+    ueberfaellig: loan.ueberfaellig,
+  };
+}
+
+export function loanXml(loan: LoanRecord, link: LinkFn) {
+  return {
+    entlehnung: {
+      '@_ref': link(loanPath(loan)),
+      '@_seit': loan.seit,
+      '@_bis': loan.bis,
+      ...(loan.zurueck ? { '@_zurueck': loan.zurueck } : {}),
+      '@_ueberfaellig': String(loan.ueberfaellig),
+      benutzer: { '@_name': loan.account.username, '@_ref': link(`/entlehnte/${loan.account.id}`) },
+      werk: { '@_ref': link(`/werk/${loan.werk.id}`), '#text': loan.werk.titel },
+      person: { '@_ref': link(`/person/${loan.person.slug}`), '#text': `${loan.person.vorname} ${loan.person.nachname}` },
+    },
+  };
+}
+
+export const loanView: View = { template: 'entlehnung', toJson: loanJson, toXml: loanXml };
+
+export interface LoanInput {
+  werkId: number;
+  /** The due date, YYYY-MM-DD; null: four weeks from today. */
+  bis: string | null;
+}
+
+// As JSON like an entry of the loan list ({ "url", "bis" }), as XML <werk ref="…" bis="…"/>.
+const loanShape: Shape = {
+  root: 'werk',
+  fields: [
+    { name: 'werk', json: 'url', xml: { element: '', attribute: 'ref' } },
+    { name: 'bis', xml: { element: '', attribute: 'bis' } },
+  ],
+};
+
+/** `site` is the absolute URL of the site root without the slash: the work's URL must be on it. */
+export function readLoan(body: Body, site: string): { input: LoanInput; errors: FieldError[] } {
+  const { raw, errors } = readFields(body, loanShape);
+  const werk = (raw.werk ?? '').trim();
+  const path = werk.startsWith(`${site}/`) ? werk.slice(site.length) : werk;
+  const id = /^[0-9]{1,9}$/.exec(path)?.[0] ?? /^\/werk\/([0-9]{1,9})$/.exec(path)?.[1];
+  if (werk === '') errors.push({ field: 'werk', message: 'Required: the id or the URL of the work to lend.' });
+  else if (id === undefined || Number(id) < 1) errors.push({ field: 'werk', message: 'Give the work as its id (14) or its URL on this site (…/werk/14).' });
+  const bis = (raw.bis ?? '').trim();
+  if (bis !== '' && !isDate(bis)) errors.push({ field: 'bis', message: 'A date as YYYY-MM-DD, for example 2026-12-24.' });
+  return { input: { werkId: Number(id ?? 0), bis: bis === '' ? null : bis }, errors };
+}
+
+function isDate(text: string): boolean {
+  if (!/^[0-9]{4}-[0-9]{2}-[0-9]{2}$/.test(text)) return false;
+  const date = new Date(`${text}T00:00:00Z`);
+  return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === text;
+}
+
+/** The lend form's fields on the loan list. */
+export function loanFields(state: Pick<FormState, 'values' | 'errors'>): FormField[] {
+  return [
+    fieldOf(state, { name: 'werk', label: 'Work (id or URL)', type: 'text', maxlength: 2000, required: true }),
+    fieldOf(state, { name: 'bis', label: 'Due', type: 'date', maxlength: 10, required: false, hint: 'Empty: in four weeks.' }),
+  ];
+}

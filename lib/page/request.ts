@@ -1,0 +1,152 @@
+// What a handler script in scripts/ receives and returns, and the helpers scripts share to read
+// their query parameters. A script returns data and never touches the response; the front
+// renders it (docs/development.md, Add a page).
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Account, Identity, SessionControl } from '../auth/index.ts';
+import type { Db } from '../db/index.ts';
+import type { Body, BodyType, Format, NoContent, Redirect } from '../http/index.ts';
+import { HttpError } from '../http/index.ts';
+
+export interface ScriptRequest {
+  /** The method the script runs for: a POST's _method field or X-HTTP-Method-Override decides. */
+  method: string;
+  /** The representation the answer will have, chosen before the script runs. */
+  format: Format;
+  /** Query parameters after rewriting (mod_rewrite back references included). */
+  query: URLSearchParams;
+  headers: IncomingHttpHeaders;
+  db: Db;
+  /** Absolute URL of a site path, from BASE_URL or an allowed Host. */
+  link(path: string): string;
+  /** Records a recoverable problem: logged at level warn, shown in development. */
+  warn(message: string): void;
+  /**
+   * The result of an expensive read, remembered until persons or works change
+   * (lib/db/data-version.ts); the key must name everything the result depends on.
+   */
+  remember<T>(key: string, compute: () => Promise<T>): Promise<T>;
+  /**
+   * Who is asking: the account of the session cookie or of HTTP Basic credentials, null for
+   * anyone anonymous. Read only when called; the response is then private (no-store).
+   */
+  identify(): Promise<Identity | null>;
+  /** Checks a login; null (and an error-log line for fail2ban) for an unknown user or a wrong password alike. */
+  authenticate(username: string, password: string): Promise<Account | null>;
+  /** Starting and ending the login session, and its CSRF token. */
+  session: SessionControl;
+  /** The request body, 1 MiB at most, of one of the accepted types (413, 415 otherwise; 400 when malformed). */
+  body<T extends BodyType>(accept: readonly T[]): Promise<Extract<Body, { type: T }>>;
+}
+
+/** A document a script returns: its canonical rewritten path, title and plain data. */
+export interface Document<T = unknown> {
+  /** Canonical rewritten path without suffix, e.g. /person/max-muster. */
+  path: string;
+  title: string;
+  data: T;
+  /** Stylesheet of the HTML page, relative to the site root; css/site.css when absent. */
+  stylesheet?: string;
+  /** Cache-Control of a per-user document, e.g. 'private, no-store'; public documents leave it out. */
+  cacheControl?: string;
+  /** The status, 200 when absent: a form shown again after a failed POST may say 403 or 422. */
+  status?: number;
+  /** For 201: the new resource's site path, sent as Location. */
+  location?: string;
+  /** Another document's template and representations, e.g. the new person a POST /personen made. */
+  view?: View;
+}
+
+/** How a document is rendered: the template's name, and its data in JSON and XML. */
+export interface View {
+  template: string;
+  toJson?: (data: never, link: LinkFn) => unknown;
+  toXml?: (data: never, link: LinkFn) => Record<string, unknown>;
+}
+
+/** What a handler answers: a document, a redirect (303 after a form), or 204. */
+export type Outcome = Document | Redirect | NoContent;
+
+export type LinkFn = (path: string) => string;
+
+export interface ScriptModule {
+  GET?: (req: ScriptRequest) => Promise<Outcome>;
+  HEAD?: never;
+  POST?: (req: ScriptRequest) => Promise<Outcome>;
+  PUT?: (req: ScriptRequest) => Promise<Outcome>;
+  DELETE?: (req: ScriptRequest) => Promise<Outcome>;
+  /** The JSON representation of the data; the data itself when absent. */
+  toJson?: (data: never, link: LinkFn) => unknown;
+  /** The XML tree (one root) for writeXml (lib/render/xml.ts): '@_name' attributes, '#text' text; required for XML. */
+  toXml?: (data: never, link: LinkFn) => Record<string, unknown>;
+  /**
+   * True when GET's document depends on nothing but the URL and the data (no session, no
+   * clock): the server then keeps each rendered representation until persons or works change
+   * (data_version), and asking who the requester is fails.
+   */
+  cacheable?: boolean;
+}
+
+/** Reads a non-negative integer parameter; 400 naming the parameter when it is not one. */
+export function readNonNegativeInteger(query: URLSearchParams, name: string, fallback: number): number {
+  const raw = query.get(name);
+  if (raw === null || raw === '') return fallback;
+  if (!/^[0-9]{1,9}$/.test(raw)) {
+    throw new HttpError(400, `Parameter ${name} must be a non-negative integer (0 to 999999999), not "${clip(raw)}".`);
+  }
+  return Number(raw);
+}
+
+/** Reads a required positive integer id; 400 when it is malformed, so 404 means "no such row". */
+export function readId(query: URLSearchParams, name: string): number {
+  const raw = query.get(name);
+  if (raw === null || raw === '') throw new HttpError(400, `Parameter ${name} is required: a positive integer id.`);
+  if (!/^[0-9]{1,10}$/.test(raw) || Number(raw) < 1 || Number(raw) > 2147483647) {
+    throw new HttpError(400, `Parameter ${name} must be a positive integer id, not "${clip(raw)}".`);
+  }
+  return Number(raw);
+}
+
+export function clip(text: string, max = 60): string {
+  return text.length > max ? text.slice(0, max) + '…' : text;
+}
+
+/** Offsets of the neighbouring pages, null where there is none. */
+export function pageLinks(offset: number, size: number, total: number) {
+  const last = total > 0 ? Math.floor((total - 1) / size) * size : 0;
+  return {
+    // Past the end, "previous" leads back to the last page that has entries.
+    previous: offset === 0 ? null : offset > last ? last : Math.max(0, offset - size),
+    next: offset + size < total ? offset + size : null,
+  };
+}
+
+/** A query string for links: form-encoded, but commas stay readable (query=any,contains,x). */
+export function buildQuery(pairs: readonly (readonly [string, string | number])[]): string {
+  return pairs
+    .map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(String(value)).replace(/%2C/g, ',')}`)
+    .join('&');
+}
+
+/** The words of a "log in first" refusal: for anyone anonymous, and for a session that timed out. */
+export interface LoginReason {
+  anonymous: string;
+  expired: string;
+}
+
+/** The requester, or the one "log in first" 403, with a login link that leads back to `back`. */
+export async function requireLogin(req: ScriptRequest, back: string, reason: LoginReason): Promise<Identity> {
+  const requester = await req.identify();
+  if (requester) return requester;
+  throw new HttpError(403, (await req.session.expired()) ? reason.expired : reason.anonymous, { login: back });
+}
+
+/** The login page that leads back to a local path afterwards, relative to <base href>: login?back=/entlehnte/3 */
+export function loginLink(back: string | null): string {
+  return back ? `login?back=${encodeURIComponent(back).replace(/%2F/g, '/')}` : 'login';
+}
+
+/** A 403 without a login link gets one that leads back to `back`: log in as someone who may. */
+export function withLogin(err: unknown, back: string): unknown {
+  if (!(err instanceof HttpError) || err.status !== 403 || err.options.login !== undefined) return err;
+  return new HttpError(403, err.message, { ...err.options, login: back });
+}

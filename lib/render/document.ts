@@ -1,0 +1,60 @@
+// Turns a script's Document into the chosen representation: HTML through the script's EJS
+// template, XML through one writeXml call, or JSON (docs/interface.md, Representations).
+import type { Alternate, Format, Viewer } from '../http/index.ts';
+import { formats } from '../http/index.ts';
+import type { Document, LinkFn, ScriptModule } from '../page/index.ts';
+import type { Templates } from './templates.ts';
+import { writeXml } from './xml.ts';
+
+/** What the shared layout needs besides the script's data. */
+export interface PageInfo {
+  title: string;
+  /** <base href>: makes relative links such as werk/7 work from every URL form of a page. */
+  base: string;
+  canonical: string | null;
+  alternates: Alternate[];
+  stylesheet: string;
+  warnings: string[];
+  /** Who is logged in, on pages that read the session; public pages show a plain login link. */
+  user: Viewer | null;
+}
+
+const xmlDeclaration = '<?xml version="1.0" encoding="UTF-8"?>\n';
+
+export function buildXml(tree: Record<string, unknown>): string {
+  return xmlDeclaration + writeXml(tree);
+}
+
+export function buildJson(value: unknown): string {
+  return JSON.stringify(value, null, 2) + '\n';
+}
+
+/** The representations a script offers: HTML always, XML when it maps its data to a tree. */
+export function formatsOf(script: ScriptModule): Format[] {
+  return formats.filter((f) => f !== 'xml' || script.toXml !== undefined);
+}
+
+export interface RenderOptions {
+  format: Format;
+  scriptName: string;
+  script: ScriptModule;
+  doc: Document;
+  link: LinkFn;
+  page: PageInfo;
+  templates: Templates;
+}
+
+export function renderDocument(options: RenderOptions): string {
+  const { format, script, doc, link } = options;
+  // A script may answer with another document's view: POST /personen shows the new person.
+  const view = doc.view ?? { template: options.scriptName, toJson: script.toJson, toXml: script.toXml };
+  switch (format) {
+    case 'html':
+      return options.templates.render(view.template, { page: options.page, data: doc.data });
+    case 'xml':
+      if (!view.toXml) throw new Error(`The document of ${options.scriptName} has no XML representation; give its view a toXml.`);
+      return buildXml((view.toXml as (d: unknown, l: LinkFn) => Record<string, unknown>)(doc.data, link));
+    case 'json':
+      return buildJson(view.toJson ? (view.toJson as (d: unknown, l: LinkFn) => unknown)(doc.data, link) : doc.data);
+  }
+}

@@ -1,0 +1,122 @@
+// Runs a handler script for one request and renders what it returns: the ScriptRequest it reads
+// (query, body, who is asking, warnings, remembered results), and for a script that declares
+// itself `cacheable`, its rendered documents kept until the data changes (docs/interface.md,
+// Caching).
+import path from 'node:path';
+import type { Requester } from '../auth/index.ts';
+import type { Config } from '../config.ts';
+import { projectRoot } from '../config.ts';
+import type { Db } from '../db/index.ts';
+import { DataVersion, ResultCache } from '../db/index.ts';
+import type { BodyReader, Exchange, Format, Target } from '../http/index.ts';
+import { alternatesOf, clientPort, etagOf, NoContent, Redirect } from '../http/index.ts';
+import type { Logs } from '../log/index.ts';
+import type { Outcome, ScriptModule, ScriptRequest } from '../page/index.ts';
+import type { Produced, Templates } from '../render/index.ts';
+import { renderDocument } from '../render/index.ts';
+import { parseStack } from './stack.ts';
+
+export interface Run {
+  name: string;
+  script: ScriptModule;
+  /** What runs: the script's GET for GET and HEAD, else its POST, PUT or DELETE. */
+  handler: (req: ScriptRequest) => Promise<Outcome>;
+  /** The method the script runs for, after _method or X-HTTP-Method-Override. */
+  method: string;
+  format: Format;
+  /** The representations the script offers. */
+  available: Format[];
+  target: Target;
+  /** The rewritten query string. */
+  query: string;
+  body: BodyReader;
+  requester: Requester;
+}
+
+export interface RunnerParts {
+  config: Config;
+  db: Db;
+  templates: Templates;
+  logs: Logs;
+}
+
+export class ScriptRunner {
+  private readonly dataVersion: DataVersion;
+  /** Expensive reads scripts remember (req.remember). */
+  private readonly results = new ResultCache();
+  // Search pages run 3 to 10 KB, so 500 rendered documents stay within a few MB.
+  private readonly documents = new ResultCache({ limit: 500 });
+
+  constructor(private readonly parts: RunnerParts) {
+    this.dataVersion = new DataVersion(parts.db);
+  }
+
+  async run(ex: Exchange, run: Run): Promise<Produced> {
+    const { config, db, templates } = this.parts;
+    const { name, script, method, format, target, requester } = run;
+    const warnings: string[] = [];
+    let version: Promise<bigint> | null = null;
+    const currentVersion = () => (version ??= this.dataVersion.current());
+    // Only in production: in development an edited script or template shows on the next request.
+    const cacheable = script.cacheable === true && (method === 'GET' || method === 'HEAD') && config.production;
+    const refuse = (): never => {
+      throw new Error(`scripts/${name}.ts is cacheable, so its document cannot depend on who asks; drop its cacheable export or the call.`);
+    };
+    const request: ScriptRequest = {
+      method: method === 'HEAD' ? 'GET' : method,
+      format,
+      query: new URLSearchParams(run.query),
+      headers: ex.req.headers,
+      db,
+      link: target.link,
+      warn: (message) => {
+        warnings.push(message);
+        this.warn(ex, message);
+      },
+      remember: async (key, compute) => this.results.get(await currentVersion(), key, compute),
+      identify: () => (cacheable ? refuse() : requester.identify()),
+      authenticate: (username, password) => (cacheable ? refuse() : requester.authenticate(username, password)),
+      session: cacheable ? refusingSession(refuse) : requester.session,
+      body: run.body,
+    };
+    const produce = async (): Promise<Produced> => {
+      let outcome;
+      try {
+        outcome = await run.handler(request);
+      } catch (err) {
+        if (!(err instanceof Redirect)) throw err;
+        outcome = err;
+      } finally {
+        // Session changes travel with whatever answer follows, an error included.
+        await requester.settle(ex);
+      }
+      if (outcome instanceof Redirect || outcome instanceof NoContent) return outcome;
+      const alternates = alternatesOf(outcome.path, run.available, target.link);
+      const text = renderDocument({
+        format, scriptName: name, script, doc: outcome, link: target.link, templates,
+        page: {
+          title: outcome.title, base: target.basePath + '/', canonical: target.link(outcome.path), alternates,
+          stylesheet: outcome.stylesheet ?? 'css/site.css', warnings: config.displayErrors ? warnings : [], user: ex.viewer,
+        },
+      });
+      // Encoded once: the ETag, Content-Length and the socket share the bytes.
+      const body = Buffer.from(text);
+      return { doc: outcome, alternates, body, etag: etagOf(body) };
+    };
+    if (!cacheable) return produce();
+    const key = `${name}\u0000${format}\u0000${target.link('')}\u0000${run.query}`;
+    return this.documents.get(await currentVersion(), key, produce, (p) => 'body' in p && warnings.length === 0);
+  }
+
+  /** A recoverable problem a script reports: logged at level warn with the line that called warn(). */
+  private warn(ex: Exchange, message: string): void {
+    const scripts = this.parts.config.scriptsDir + path.sep;
+    const frame = parseStack(new Error(message), projectRoot).find((f) => f.file.startsWith(scripts));
+    const where = frame ? ` in ${path.relative(projectRoot, frame.file)} on line ${frame.line}` : '';
+    this.parts.logs.error(`Warning: ${message}${where}`, { level: 'warn', client: clientPort(ex.req) });
+  }
+}
+
+function refusingSession(refuse: () => never): ScriptRequest['session'] {
+  return { expired: refuse, csrfToken: refuse, checkCsrf: refuse, start: refuse, end: refuse };
+}
