@@ -1,6 +1,6 @@
 // `npm run build`: bundles server.ts with the lib modules it imports into dist/server.js, plain
 // JavaScript that `npm start` runs without the tsx loader. Packages stay imports from
-// node_modules; the handler scripts stay out, compiled on first use as before (lib/scripts.ts).
+// node_modules; the handler scripts stay out, compiled on first use (lib/scripts/loader.ts).
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

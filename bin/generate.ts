@@ -1,5 +1,5 @@
 // `npm run generate -- --persons 20000 --works 50`: fills the configured database (DATABASE_URL,
-// or PGlite in DATA_DIR) with made-up persons and works; see lib/generate.ts.
+// or PGlite in DATA_DIR) with made-up persons and works; see bin/lib/generate.ts.
 // A progress bar on a terminal, plain progress lines otherwise (CI logs, pipes).
 import { parseArgs } from 'node:util';
 import { readConfig } from '../lib/config.ts';

@@ -1,5 +1,5 @@
 // The one place that reads process.env: every other module receives a Config.
-// Each variable is listed with its default in README.md ("Configuration").
+// Each variable is listed with its default in docs/operations.md (Configuration).
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 

@@ -1,4 +1,4 @@
--- Indexes behind search (CONTRACT 3): trigram GIN indexes answer "contains" and
+-- Indexes behind search (docs/interface.md, Search): trigram GIN indexes answer "contains" and
 -- "begins_with" (ILIKE) without reading the whole table; btree on lower() answers "exact".
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 

@@ -1,4 +1,4 @@
--- Accounts, login sessions and loans: who may read which loan list (CONTRACT 4).
+-- Accounts, login sessions and loans: who may read which loan list (docs/interface.md).
 -- Passwords are stored only as scrypt hashes; sessions only as the SHA-256 of their cookie.
 
 CREATE TABLE account (

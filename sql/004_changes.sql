@@ -1,4 +1,4 @@
--- What keeps old links working once data changes (CONTRACT 1 and 5): the slugs a person had
+-- What keeps old links working once data changes (docs/interface.md, URLs and Changing data): the slugs a person had
 -- before (answered with 301 to the current one) and the paths of deleted persons and works
 -- (answered with 410). Both are read only when a look-up misses, so a hit stays one query.
 

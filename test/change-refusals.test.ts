@@ -1,4 +1,4 @@
-// What a change refuses, and that a refused change changes nothing (CONTRACT 5): other users'
+// What a change refuses, and that a refused change changes nothing (docs/interface.md, Changing data): other users'
 // data, missing or wrong CSRF tokens, a foreign Origin, an expired session, bodies of the
 // wrong type, too large or malformed, invalid fields, methods a resource does not support;
 // and a failure half-way through a change rolls it back.

@@ -1,4 +1,4 @@
-// Changing data through the API (CONTRACT 5): every row of the table in JSON and in XML,
+// Changing data through the API (docs/interface.md, Changing data): every row of the table in JSON and in XML,
 // with Basic credentials, on the run's database backend: 201 with Location, 200 with the new
 // representation, 204, then 410 for what was deleted and 301 from a slug that moved.
 import assert from 'node:assert/strict';
@@ -23,7 +23,7 @@ async function bodyOf(res: Response): Promise<unknown> {
 }
 
 for (const format of ['json', 'xml'] as const satisfies readonly ApiFormat[]) {
-  describe(`every row of CONTRACT 5 in ${format.toUpperCase()}`, () => {
+  describe(`every row of the table of changes in ${format.toUpperCase()}`, () => {
     const surname = `Öhlschläger ${format}`;
     let personId = 0;
     let werkId = 0;

@@ -1,4 +1,4 @@
-// The loan list /entlehnte/<user_id>: who gets which status (CONTRACT 4) in all three
+// The loan list /entlehnte/<user_id>: who gets which status (docs/interface.md) in all three
 // representations, its shapes with links to the works and persons, and its cache headers.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -43,7 +43,7 @@ const clients: { name: string; headers: () => Record<string, string>; owner: num
   { name: 'a client with an expired session', headers: () => ({ cookie: cookies.expired as string }), owner: 403, other: 403, unknown: 403 },
 ];
 
-describe('who may read a loan list (CONTRACT 4)', () => {
+describe('who may read a loan list', () => {
   for (const client of clients) {
     for (const suffix of ['html', 'xml', 'json']) {
       test(`${client.name}: mmuster's list ${client.owner}, jmueller's ${client.other}, an unknown id ${client.unknown} (${suffix})`, async () => {

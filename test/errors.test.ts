@@ -1,4 +1,4 @@
-// Errors and logs (CONTRACT 6): 500 without content in production, the display_errors
+// Errors and logs (docs/interface.md, Errors; docs/operations.md, Logs): 500 without content in production, the display_errors
 // page in development, parse errors, warnings, and Apache-format log lines.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

@@ -1,4 +1,4 @@
-// Identification (CONTRACT 4): the login form with its CSRF token, sessions in the database
+// Identification (docs/interface.md, Accounts and login): the login form with its CSRF token, sessions in the database
 // with a new id at login and idle and absolute time-outs, POST /logout, Basic credentials
 // without a session, failed logins in the error log, and public documents that never read
 // or set the session.

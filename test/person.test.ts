@@ -1,4 +1,4 @@
-// The person document exactly as SEED.md describes it, from every URL form, in HTML, XML and JSON.
+// The person document exactly as docs/interface.md shows it, from every URL form, in HTML, XML and JSON.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';

@@ -1,5 +1,5 @@
 // Specifies the rewrite engine: mod_rewrite semantics rule by rule, the checks made when a
-// table loads, and the production table's URL mappings (CONTRACT.md section 1).
+// table loads, and the production table's URL mappings (docs/interface.md, URLs).
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -490,7 +490,7 @@ describe('loadRules', () => {
   });
 });
 
-describe('rewrite-rules.json (CONTRACT.md section 1)', () => {
+describe('rewrite-rules.json: every URL of docs/interface.md', () => {
   const scriptNames = new Set([
     'index', 'personen', 'person', 'werk', 'search', 'entlehnte', 'login', 'logout',
     'person-neu', 'person-bearbeiten', 'person-werke', 'werk-neu', 'werk-bearbeiten', 'entlehnung',

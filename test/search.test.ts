@@ -1,4 +1,4 @@
-// The search result list (CONTRACT 3): parsing, validation, results, order, paging,
+// The search result list (docs/interface.md, Search): parsing, validation, results, order, paging,
 // and the indexes that keep "contains" fast on large tables.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

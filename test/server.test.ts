@@ -15,7 +15,7 @@ after(() => server.close());
 const get = (path: string, headers: Record<string, string> = {}, method = 'GET') =>
   fetch(server.origin + path, { headers, method, redirect: 'manual' });
 
-describe('representation choice (CONTRACT 2)', () => {
+describe('representation choice', () => {
   const cases: [string, Record<string, string>, string][] = [
     ['no Accept header', {}, 'text/html; charset=utf-8'],
     ['Accept */*', { accept: '*/*' }, 'text/html; charset=utf-8'],
@@ -66,7 +66,7 @@ describe('representation choice (CONTRACT 2)', () => {
   });
 });
 
-describe('URL styles (CONTRACT 1)', () => {
+describe('URL styles', () => {
   const pairs: [string, string][] = [
     ['/', '/index.php'],
     ['/personen', '/personen.php'],

@@ -5,7 +5,7 @@
 import type { Db, Queryable } from '../../lib/db/index.ts';
 import { createRandom, makeDescription, makeKind, makeName, makeTitle, slugify } from './sample-data.ts';
 
-export interface GenerateOptions {
+interface GenerateOptions {
   persons: number;
   /** Works per person. */
   works: number;
@@ -21,7 +21,7 @@ export interface Progress {
   total: number;
 }
 
-export interface GenerateSummary {
+interface GenerateSummary {
   persons: number;
   works: number;
   milliseconds: number;

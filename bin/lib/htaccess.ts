@@ -4,7 +4,7 @@
 import { compileRules, RewriteConfigError } from '../../lib/rewrite/index.ts';
 import type { RewriteConditionSource, RewriteRuleSource } from '../../lib/rewrite/index.ts';
 
-export interface ImportOptions {
+interface ImportOptions {
   /** Site path of the folder the file sits in, "/" for the document root. */
   directory: string;
   scriptExists: (name: string) => boolean;
@@ -13,15 +13,15 @@ export interface ImportOptions {
   /** Named in the table's comment. */
   source: string;
 }
-export interface Finding { line: number; text: string; reason: string }
-export interface ImportedTable {
+interface Finding { line: number; text: string; reason: string }
+interface ImportedTable {
   comment: string;
   directory: string;
   base: string;
   representationSuffixes: false;
   rules: RewriteRuleSource[];
 }
-export interface ImportResult { table: ImportedTable; findings: Finding[] }
+interface ImportResult { table: ImportedTable; findings: Finding[] }
 
 interface Line { number: number; text: string }
 interface PendingCondition { line: Line; condition: RewriteConditionSource }
@@ -211,5 +211,5 @@ function explainOther(name: string): string {
   if (lower === 'rewritemap') return 'RewriteMap is not available in .htaccess, and the table has no maps; spell the mapping out as rules.';
   if (['redirect', 'redirectmatch', 'redirectpermanent', 'redirecttemp'].includes(lower)) return `${directive} is mod_alias, not mod_rewrite; write it as a RewriteRule with [R=301,L].`;
   if (name.startsWith('<')) return `<${directive}> blocks are not imported; their directives are not rewrite rules.`;
-  return `${directive} is not a mod_rewrite directive; the server has its own setting for it, or none (see README, "Migrating from Apache").`;
+  return `${directive} is not a mod_rewrite directive; the server has its own setting for it, or none (docs/migrating.md, Migrating from Apache).`;
 }

@@ -18,7 +18,7 @@ function pick<T>(random: () => number, list: readonly T[]): T {
   return list[Math.floor(random() * list.length)] as T;
 }
 
-export const firstNames = [
+const firstNames = [
   'Anna', 'Ben', 'Clara', 'David', 'Emma', 'Felix', 'Greta', 'Hannes', 'Ida', 'Jonas', 'Karla', 'Lukas',
   'Marie', 'Niklas', 'Oskar', 'Paula', 'Quirin', 'Rosa', 'Simon', 'Theresa', 'Ulrich', 'Vera', 'Wilhelm',
   'Xaver', 'Yvonne', 'Zoe', 'Jürgen', 'Käthe', 'Sören', 'Björn', 'Jörg', 'Dörte', 'Günther', 'Hildegard',
@@ -30,7 +30,7 @@ export const firstNames = [
   'Maria Theresia', 'Jörn', 'Malte', 'Henrike', 'Fiete', 'Levin', 'Merle', 'Detlef', 'Gesine', 'Ole', 'Tjark',
 ];
 
-export const lastNames = [
+const lastNames = [
   'Müller', 'Schmidt', 'Schneider', 'Fischer', 'Weber', 'Meyer', 'Wagner', 'Becker', 'Schulz', 'Hoffmann',
   'Schäfer', 'Koch', 'Bauer', 'Richter', 'Klein', 'Wolf', 'Schröder', 'Neumann', 'Schwarz', 'Zimmermann',
   'Braun', 'Krüger', 'Hofmann', 'Hartmann', 'Lange', 'Schmitt', 'Werner', 'Schmitz', 'Krause', 'Meier',

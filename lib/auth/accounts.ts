@@ -16,12 +16,12 @@ export interface Account {
   person: { slug: string; vorname: string; nachname: string } | null;
 }
 
-export interface AccountRow extends Account {
+interface AccountRow extends Account {
   personUsername: string | null;
   createdAt: string;
 }
 
-export type CredentialCheck =
+type CredentialCheck =
   | { ok: true; account: Account }
   | { ok: false; reason: 'user not found' | 'Password Mismatch' };
 

@@ -1,5 +1,6 @@
 // The auth room: accounts and their passwords, login sessions with CSRF tokens, the login
-// throttle, and who is asking in one request. Imports: db, http, log.
+// throttle, and who is asking in one request.
+// May import: db, http, log.
 export type { Account, NewAccount, Role } from './accounts.ts';
 export { createAccount, findAccount, listAccounts, normalizeUsername, personExists, roles, setPassword, setRole, usernamePattern } from './accounts.ts';
 export { Auth } from './auth.ts';

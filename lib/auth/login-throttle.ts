@@ -4,13 +4,13 @@
 import type { Db } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
 
-export interface ThrottleLimits {
+interface ThrottleLimits {
   perAccount: number;
   perAddress: number;
   windowSeconds: number;
 }
 
-export const defaultThrottleLimits: ThrottleLimits = { perAccount: 10, perAddress: 100, windowSeconds: 15 * 60 };
+const defaultThrottleLimits: ThrottleLimits = { perAccount: 10, perAddress: 100, windowSeconds: 15 * 60 };
 
 /** One login's view of the throttle: the account name typed and the client's address. */
 export interface LoginGate {
@@ -20,7 +20,7 @@ export interface LoginGate {
   succeed: (username: string) => Promise<void>;
 }
 
-export interface ThrottleOptions {
+interface ThrottleOptions {
   db: Db;
   limits?: ThrottleLimits;
 }

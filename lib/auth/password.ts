@@ -3,21 +3,21 @@
 // https://cheatsheetseries.owasp.org/cheatsheets/Password_Storage_Cheat_Sheet.html#scrypt
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 
-export interface ScryptParameters {
+interface ScryptParameters {
   N: number;
   r: number;
   p: number;
 }
 
-export const owaspParameters: ScryptParameters = { N: 2 ** 17, r: 8, p: 1 };
+const owaspParameters: ScryptParameters = { N: 2 ** 17, r: 8, p: 1 };
 const keyLength = 64;
 const saltLength = 16;
 // Hashes stored in the database are trusted only this far, so a bad row cannot exhaust memory.
 const maxN = 2 ** 20;
 const storedFormat = /^scrypt\$N=(\d+),r=(\d+),p=(\d+)\$([A-Za-z0-9_-]{16,})\$([A-Za-z0-9_-]{16,})$/;
 
-export const minPasswordLength = 8;
-export const maxPasswordLength = 1024;
+const minPasswordLength = 8;
+const maxPasswordLength = 1024;
 
 /**
  * Verified instead when a user name is unknown, so the answer takes as long as for a wrong

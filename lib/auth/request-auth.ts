@@ -31,16 +31,16 @@ export interface SessionControl {
   end(): Promise<void>;
 }
 
-export type FailureReason = 'user not found' | 'Password Mismatch';
+type FailureReason = 'user not found' | 'Password Mismatch';
 
-export interface AuthOptions {
+interface AuthOptions {
   req: IncomingMessage;
   db: Db;
   sessions: SessionStore;
   cookie: CookieOptions;
   /** Writes the error-log line fail2ban counts. */
   onFailure: (user: string, reason: FailureReason) => void;
-  /** Counts the attempts of this client (lib/login-throttle.ts); 429 when there were too many. */
+  /** Counts the attempts of this client (login-throttle.ts); 429 when there were too many. */
   gate?: LoginGate;
 }
 

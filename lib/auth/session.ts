@@ -11,7 +11,7 @@ const tokenPattern = /^[A-Za-z0-9_-]{43}$/;
 // last_seen_at is written at most this often, not on every request.
 const touchEverySeconds = 60;
 
-export interface SessionSettings {
+interface SessionSettings {
   idleMinutes: number;
   maxHours: number;
 }
@@ -94,7 +94,7 @@ export class SessionStore {
   /**
    * A log-out, in a transaction although it is one statement: a statement sent to a server that
    * hangs may still run when it resumes, after the client got 503; a transaction whose COMMIT
-   * was never sent cannot, and one whose COMMIT got no answer is looked up (lib/db.ts).
+   * was never sent cannot, and one whose COMMIT got no answer is looked up (lib/db/postgres.ts).
    */
   async destroy(token: string): Promise<void> {
     if (!tokenPattern.test(token)) return;

@@ -15,7 +15,7 @@ export interface CommitMark {
 /** BEGIN and the mark in one simple-query message: no roundtrip more than BEGIN alone. */
 export const beginWithMark = 'BEGIN; SELECT pg_current_xact_id()::text AS xid, pg_current_wal_flush_lsn()::text AS "flushedLsn"';
 
-export type CommitOutcome = 'committed' | 'aborted' | 'unknown';
+type CommitOutcome = 'committed' | 'aborted' | 'unknown';
 
 export interface OutcomeOptions {
   connectionString: string;

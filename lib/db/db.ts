@@ -3,7 +3,7 @@
 // is classified for the callers above.
 import type pg from 'pg';
 
-export type Row = Record<string, unknown>;
+type Row = Record<string, unknown>;
 
 export interface QueryOptions {
   /**

@@ -1,6 +1,7 @@
 // The database room: one small interface over PostgreSQL (a pool, pipelined connections, COMMITs
 // that got no answer looked up) and the embedded PGlite; migrations; the data version that
-// remembered results are checked against. Knows no HTTP. Imports nothing else of lib/.
+// remembered results are checked against. Knows no HTTP.
+// May import: none.
 import type { Config } from '../config.ts';
 import type { Db } from './db.ts';
 import { openPglite } from './pglite.ts';
@@ -9,14 +10,13 @@ import { openPostgres } from './postgres.ts';
 export type { CommitMark } from './commit-outcome.ts';
 export { beginWithMark, findCommitOutcome } from './commit-outcome.ts';
 export { DataVersion, ResultCache } from './data-version.ts';
-export type { Db, QueryOptions, Queryable, Row } from './db.ts';
+export type { Db, QueryOptions, Queryable } from './db.ts';
 export { DbInputError, DbUnavailableError } from './db.ts';
-export { loadDemoData, migrate, prepareDatabase } from './migrate.ts';
+export { migrate, prepareDatabase } from './migrate.ts';
 export { openPglite } from './pglite.ts';
-export type { PostgresOptions } from './postgres.ts';
 export { openPostgres } from './postgres.ts';
 
-export interface DatabaseEvents {
+interface DatabaseEvents {
   /** A connection failed outside any statement. */
   onError?: (err: Error) => void;
   /** A COMMIT that got no answer turned out to have committed. */

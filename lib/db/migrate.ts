@@ -41,7 +41,7 @@ export async function migrate(db: Db, sqlDir: string): Promise<string[]> {
  * Loads sql/demo.sql and sql/demo-accounts.sql when the person table is empty; returns whether
  * it did. Only a new database gets the demo accounts, whose passwords are public.
  */
-export async function loadDemoData(db: Db, sqlDir: string): Promise<boolean> {
+async function loadDemoData(db: Db, sqlDir: string): Promise<boolean> {
   const sql = await readFile(path.join(sqlDir, 'demo.sql'), 'utf8');
   const accounts = await readFile(path.join(sqlDir, 'demo-accounts.sql'), 'utf8');
   return db.transaction(async (tx) => {

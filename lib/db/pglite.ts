@@ -2,7 +2,7 @@
 import type { Db } from './db.ts';
 import { classifyError } from './db.ts';
 
-export interface PgliteOptions {
+interface PgliteOptions {
   /** Directory for the data files; null keeps everything in memory (tests). */
   dataDir: string | null;
 }

@@ -2,9 +2,16 @@
 // statements in one write, answered in order (docs/performance.md, Statements in one write).
 import pg from 'pg';
 import { classifyError, DbUnavailableError } from './db.ts';
-import type { PostgresOptions } from './postgres.ts';
 import type { ReadWatchdog, WatchedClient } from './watchdog.ts';
 import { readFailure, started } from './watchdog.ts';
+
+/** What a pipelined connection is opened with: the pool's settings. */
+interface PipelineOptions {
+  connectionString: string;
+  statementTimeoutMs: number;
+  connectTimeoutMs?: number;
+  onError?: (err: Error) => void;
+}
 
 /** How many connections of a Db carry pipelined statements: a slow statement holds up only its own. */
 const pipelineConnections = 2;
@@ -36,7 +43,7 @@ interface Pipe {
 export class Pipelines {
   private readonly pipes: (Pipe | null)[] = Array.from({ length: pipelineConnections }, () => null);
 
-  constructor(private readonly options: PostgresOptions, private readonly watchdog: ReadWatchdog) {}
+  constructor(private readonly options: PipelineOptions, private readonly watchdog: ReadWatchdog) {}
 
   async query<R>(config: pg.QueryConfig): Promise<R[]> {
     const pipe = this.pick();

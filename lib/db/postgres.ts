@@ -141,7 +141,7 @@ async function rollBack(run: (sql: string) => Promise<unknown>): Promise<boolean
 }
 
 /**
- * The outcome of a COMMIT that got no answer, asked from a fresh connection (lib/commit-outcome.ts):
+ * The outcome of a COMMIT that got no answer, asked from a fresh connection (commit-outcome.ts):
  * committed, the change stands and the request succeeds; aborted, 503 as for any outage; still
  * unknown after timeoutMs, 503 with an error-log line that says so and names the transaction.
  */

@@ -10,17 +10,17 @@ const maxBodyBytes = 1024 * 1024;
 
 export type BodyType = 'form' | 'json' | 'xml';
 
-export interface FormBody {
+interface FormBody {
   type: 'form';
   fields: URLSearchParams;
 }
 
-export interface JsonBody {
+interface JsonBody {
   type: 'json';
   value: unknown;
 }
 
-export interface XmlBody {
+interface XmlBody {
   type: 'xml';
   /** The name of the root element, e.g. person. */
   root: string;

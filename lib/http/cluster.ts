@@ -9,9 +9,9 @@ import type { Served } from './server.ts';
 import { createHttpServer, stopAccepting } from './server.ts';
 
 /** How long requests in flight may take to finish after SIGTERM before their connections are cut. */
-export const graceMs = 10_000;
+const graceMs = 10_000;
 
-export interface Stoppable {
+interface Stoppable {
   reopenLogs: () => void;
   /** Closes the database pool and the logs. */
   close: () => Promise<void>;
@@ -39,7 +39,7 @@ export async function listen(app: Served & Stoppable, config: Config, database: 
  * Wires a listening server to the signals: SIGTERM and SIGINT stop accepting, let requests in
  * flight finish (at most graceMs), close the app and exit 0; SIGHUP reopens the logs.
  */
-export function handleSignals(server: http.Server, app: Stoppable): void {
+function handleSignals(server: http.Server, app: Stoppable): void {
   process.on('SIGHUP', () => app.reopenLogs());
   let stopping = false;
   const stop = () => {

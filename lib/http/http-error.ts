@@ -1,7 +1,7 @@
 // The one error type that ends a request with a status (404, 400, 405 …), and the two answers a
 // script gives instead of a document: a redirect and 204. lib/render/problem.ts turns an
 // HttpError into an HTML page or RFC 9457 problem details.
-export interface HttpErrorOptions {
+interface HttpErrorOptions {
   /** Problem type URI (RFC 9457 section 3.1.1); about:blank when the status says it all. */
   type?: string;
   /** Methods the resource supports, for 405 (RFC 9110 section 15.5.6). */

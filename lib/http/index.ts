@@ -1,10 +1,11 @@
 // The HTTP room: the hardened node:http server and its process model, the request target, the
 // choice of representation, request bodies, the one HttpError, writing responses, files of public/
-// and the proxy to a legacy upstream. Imports: log.
+// and the proxy to a legacy upstream.
+// May import: log.
 export type { Body, BodyReader, BodyType } from './body.ts';
 export { bodyTypeOf, createBodyReader, hasBody, refuseLargeBody } from './body.ts';
 export { listen, runPrimary, runsWorkers } from './cluster.ts';
-export type { FieldError, HttpErrorOptions } from './http-error.ts';
+export type { FieldError } from './http-error.ts';
 export { HttpError, NoContent, Redirect } from './http-error.ts';
 export { effectiveMethod } from './method-override.ts';
 export type { Alternate, Format } from './negotiate.ts';

@@ -30,7 +30,7 @@ const suffix = /\.(html|xml|json)$/;
  * again with the header's entries reversed shows which pairs are such ties, and those
  * are put in the server's order.
  */
-export function rankMediaTypes(accept: string, available: readonly string[]): string[] {
+function rankMediaTypes(accept: string, available: readonly string[]): string[] {
   const ranked = new Negotiator({ headers: { accept } }).mediaTypes([...available]);
   if (ranked.length < 2) return ranked;
   const reversed = new Negotiator({ headers: { accept: splitHeader(accept).reverse().join(',') } }).mediaTypes([...available]);
@@ -79,7 +79,7 @@ export function alternatesOf(path: string, available: readonly Format[], link: (
   return available.map((format) => ({ format, type: typeNames[format], href: link(`${stem}.${format}${query}`) }));
 }
 
-export interface Choice {
+interface Choice {
   suffix: Format | null;
   accept: string | undefined;
   /** What the script offers. */
@@ -111,7 +111,7 @@ const remembered = new Map<string, Format | null>();
 const rememberLimit = 200;
 
 /** The format the Accept header prefers, or null when none is acceptable (406). */
-export function negotiateFormat(accept: string | undefined): Format | null {
+function negotiateFormat(accept: string | undefined): Format | null {
   if (accept === undefined || accept === '' || accept === '*/*') return 'html';
   const known = remembered.get(accept);
   if (known !== undefined) return known;

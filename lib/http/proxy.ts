@@ -22,7 +22,7 @@ class UpstreamTimeout extends Error {
   override name = 'UpstreamTimeout';
 }
 
-export interface Proxy {
+interface Proxy {
   /** Streams the exchange to url and back; resolves when the response is complete. */
   forward(ex: Exchange, url: string): Promise<void>;
 }

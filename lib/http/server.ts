@@ -18,7 +18,7 @@ export interface ServerLimits {
   maxHeaderBytes: number;
 }
 
-export const defaultLimits: ServerLimits = {
+const defaultLimits: ServerLimits = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,

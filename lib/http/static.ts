@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Exchange } from './respond.ts';
 import { etagOf, matchesEtag, sendBody, sendEmpty } from './respond.ts';
 
-export interface StaticFile {
+interface StaticFile {
   body: Buffer;
   type: string;
   etag: string;

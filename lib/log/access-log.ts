@@ -43,7 +43,7 @@ let cachedOffset = NaN;
 let cachedTime = '';
 
 /** `%t` without brackets: `21/Nov/2026:10:15:42 +0100`, in the server's local time zone. */
-export function formatAccessTime(time: Date): string {
+function formatAccessTime(time: Date): string {
   const second = Math.floor(time.getTime() / 1000);
   const offset = time.getTimezoneOffset();
   if (second !== cachedSecond || offset !== cachedOffset) {
@@ -56,7 +56,7 @@ export function formatAccessTime(time: Date): string {
 }
 
 /** `+0100`, `-0330`: the local offset from UTC at that moment (it changes with daylight saving time). */
-export function formatUtcOffset(time: Date): string {
+function formatUtcOffset(time: Date): string {
   const east = -time.getTimezoneOffset();
   const abs = Math.abs(east);
   return `${east < 0 ? '-' : '+'}${pad2(Math.floor(abs / 60))}${pad2(abs % 60)}`;

@@ -6,7 +6,7 @@ import { encodeUtf8, escapeLogItem, monthNames, pad2 } from './access-log.ts';
 
 export type LogLevel = 'emerg' | 'alert' | 'crit' | 'error' | 'warn' | 'notice' | 'info' | 'debug';
 
-export interface ErrorEntry {
+interface ErrorEntry {
   time: Date;
   /** Apache names the module that logs; ours is 'app' unless a line imitates a specific one. */
   module?: string;
@@ -57,7 +57,7 @@ export function formatAuthFailure(failure: AuthFailure): string {
 }
 
 /** `Sat Nov 21 10:15:42.123456 2026`: ctime with microseconds, local time, as ErrorLogFormat's %t. */
-export function formatErrorTime(time: Date): string {
+function formatErrorTime(time: Date): string {
   const micros = String(time.getMilliseconds() * 1000).padStart(6, '0');
   return `${dayNames[time.getDay()]} ${monthNames[time.getMonth()]} ${pad2(time.getDate())} ` +
     `${pad2(time.getHours())}:${pad2(time.getMinutes())}:${pad2(time.getSeconds())}.${micros} ${time.getFullYear()}`;

@@ -6,7 +6,7 @@ import type { AuthFailure, LogLevel } from './error-log.ts';
 import { formatAuthFailure, formatErrorLine } from './error-log.ts';
 import { LogFile } from './log-file.ts';
 
-export interface ErrorDetails {
+interface ErrorDetails {
   level?: LogLevel;
   /** 'ip:port' of the client whose request it was. */
   client?: string;

@@ -11,7 +11,7 @@ import { failureOf } from './form.ts';
 import type { Document, Outcome, ScriptRequest } from './request.ts';
 import { requireLogin, withLogin } from './request.ts';
 
-export interface ChangeOptions {
+interface ChangeOptions {
   /** The page a login leads back to: the form of the change, e.g. /person/max-muster/bearbeiten. */
   back: string;
   /** A DELETE may come without a body (API clients); a form sends one for its _method and token. */
@@ -19,7 +19,7 @@ export interface ChangeOptions {
 }
 
 /** What a change did: where a browser's form goes next, and what an API client gets. */
-export interface Changed {
+interface Changed {
   /** The site path a form answers 303 to. */
   then: string;
   /** The changed resource (200, or 201 with status and location), or none: 204. */

@@ -1,6 +1,7 @@
 // The page room: the one module a handler script in scripts/ may import (the loader hands every
 // script this very instance): what a script receives and returns, the nouns person, werk and loan
-// with their stores, forms, and the rules of changing data. Imports: auth, db, http.
+// with their stores, forms, and the rules of changing data.
+// May import: auth, db, http.
 export type { Account, Identity } from '../auth/index.ts';
 export { findAccount } from '../auth/index.ts';
 export type { Db, Queryable } from '../db/index.ts';

@@ -4,7 +4,7 @@
 import type { Body, FieldError, XmlElement } from '../http/index.ts';
 import { HttpError } from '../http/index.ts';
 
-export interface FieldSpec {
+interface FieldSpec {
   /** The field's name in forms and in error messages. */
   name: string;
   /** Its key in JSON, when not the name. */
@@ -66,7 +66,7 @@ function textOf(node: XmlElement | XmlElement[] | undefined): string | null {
 
 const controlCharacters = /[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]/;
 
-export interface TextRule {
+interface TextRule {
   field: string;
   max: number;
   required: boolean;

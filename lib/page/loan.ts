@@ -39,7 +39,7 @@ export async function findLoan(db: Queryable, accountId: number, werkId: number)
   return loan ?? null;
 }
 
-export function loanPath(loan: { account: { id: number }; werk: { id: number } }): string {
+function loanPath(loan: { account: { id: number }; werk: { id: number } }): string {
   return `/entlehnte/${loan.account.id}/${loan.werk.id}`;
 }
 

@@ -102,12 +102,12 @@ export function personXml(person: Person, link: LinkFn) {
 export const personView: View = { template: 'person', toJson: personJson, toXml: personXml };
 
 /** Pictures served by this site are stored as paths; XML and JSON carry absolute URLs. */
-export function absolute(url: string, link: LinkFn): string {
+function absolute(url: string, link: LinkFn): string {
   return url.startsWith('/') ? link(url) : url;
 }
 
 /** The picture of a person who gave none. */
-export const defaultImage = '/img/person.svg';
+const defaultImage = '/img/person.svg';
 
 /** A person as a request body states it. */
 export interface PersonInput {

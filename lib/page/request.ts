@@ -128,7 +128,7 @@ export function buildQuery(pairs: readonly (readonly [string, string | number])[
 }
 
 /** The words of a "log in first" refusal: for anyone anonymous, and for a session that timed out. */
-export interface LoginReason {
+interface LoginReason {
   anonymous: string;
   expired: string;
 }

@@ -7,7 +7,7 @@ import type { Templates } from './templates.ts';
 import { writeXml } from './xml.ts';
 
 /** What the shared layout needs besides the script's data. */
-export interface PageInfo {
+interface PageInfo {
   title: string;
   /** <base href>: makes relative links such as werk/7 work from every URL form of a page. */
   base: string;
@@ -34,7 +34,7 @@ export function formatsOf(script: ScriptModule): Format[] {
   return formats.filter((f) => f !== 'xml' || script.toXml !== undefined);
 }
 
-export interface RenderOptions {
+interface RenderOptions {
   format: Format;
   scriptName: string;
   script: ScriptModule;

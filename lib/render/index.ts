@@ -1,9 +1,9 @@
 // The render room: a script's document as HTML (EJS templates), XML (one writer) or JSON, errors
-// as pages or problem details, and the response that carries them. Imports: db, http, page.
-export type { PageInfo } from './document.ts';
-export { buildJson, buildXml, formatsOf, renderDocument } from './document.ts';
+// as pages or problem details, and the response that carries them.
+// May import: db, http, page.
+export { buildXml, formatsOf, renderDocument } from './document.ts';
 export { problemOf, renderProblem } from './problem.ts';
-export type { Produced, Rendered } from './respond.ts';
+export type { Produced } from './respond.ts';
 export { respond } from './respond.ts';
 export { escapeHtml, Templates } from './templates.ts';
 export { escapeXml, writeXml } from './xml.ts';

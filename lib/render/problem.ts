@@ -19,7 +19,7 @@ export function problemOf(err: unknown): HttpError | null {
   return null;
 }
 
-export interface ProblemPage {
+interface ProblemPage {
   templates: Templates;
   /** <base href> of the HTML page. */
   base: string;

@@ -8,14 +8,14 @@ import type { Document } from '../page/index.ts';
 /** A script's answer: a redirect, 204, or its document rendered in the chosen representation. */
 export type Produced = Redirect | NoContent | Rendered;
 
-export interface Rendered {
+interface Rendered {
   doc: Document;
   alternates: Alternate[];
   body: Buffer;
   etag: string;
 }
 
-export interface Answer {
+interface Answer {
   format: Format;
   target: Target;
   /** Whether the script asked who is asking: the answer is then private, with no ETag. */

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import ejs from 'ejs';
 
-export type Locals = { page: unknown; data: unknown };
+type Locals = { page: unknown; data: unknown };
 type Template = (locals: Locals) => string;
 
 // The one HTML escaper of the site, what <%= writes and the display_errors page uses: ejs's own

@@ -2,8 +2,7 @@
 // text, an array repeats its element, null is an empty element and undefined leaves it out; two
 // spaces indent each level. The tree convention and the bytes are those of fast-xml-parser's
 // XMLBuilder (format, suppressEmptyNode), which test/xml.test.ts keeps as the reference. For a
-// person with 50 works the builder, with the escaped copy of the tree it needed, took 66 µs and
-// this one pass takes 27 µs (README, Benchmark).
+// person the builder took more than twice as long (docs/performance.md, XML).
 
 const attributePrefix = '@_';
 const textKey = '#text';

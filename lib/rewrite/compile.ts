@@ -9,7 +9,7 @@ import { ExpandError, hasReferences, highestReference, isAbsoluteUrl, parsePiece
 import type { CompiledRule, RewriteRuleSource, RewriteTable, RuleFlags, Template } from './table.ts';
 import { RewriteConfigError } from './table.ts';
 
-export interface CompileOptions { file?: string; scriptExists: (name: string) => boolean }
+interface CompileOptions { file?: string; scriptExists: (name: string) => boolean }
 
 type SwitchFlag = 'last' | 'end' | 'qsa' | 'qsd' | 'nocase' | 'noescape' | 'escape' | 'chain' | 'discardPathInfo' | 'forbidden' | 'gone' | 'proxy';
 

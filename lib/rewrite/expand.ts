@@ -14,7 +14,7 @@ const REQUEST_VARIABLES = new Set([
   'HTTPS', 'REQUEST_SCHEME', 'DOCUMENT_ROOT', 'REMOTE_ADDR',
 ]);
 
-export const SUPPORTED_VARIABLES = [...REQUEST_VARIABLES, ...HEADER_VARIABLES.keys(), 'HTTP:<header>'];
+const SUPPORTED_VARIABLES = [...REQUEST_VARIABLES, ...HEADER_VARIABLES.keys(), 'HTTP:<header>'];
 
 export class ExpandError extends Error {}
 

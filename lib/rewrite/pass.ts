@@ -28,7 +28,7 @@ export interface Pass {
   vary: string[];
 }
 
-export type PassStop = { kind: 'forbidden'; rule: number } | { kind: 'gone'; rule: number } | { kind: 'proxy'; rule: number };
+type PassStop = { kind: 'forbidden'; rule: number } | { kind: 'gone'; rule: number } | { kind: 'proxy'; rule: number };
 
 // Like Apache's RewriteLog trace: DEBUG=portfolio:rewrite shows every rule tried (numbered from 1).
 const trace = createDebug('portfolio:rewrite');

@@ -10,13 +10,13 @@ import { scriptOf } from '../script-name.ts';
 import { rewriteUrl } from './rounds.ts';
 import type { RewriteRequest, RewriteTable } from './table.ts';
 
-export interface SiteFiles {
+interface SiteFiles {
   publicDir: string;
   scriptExists: (name: string) => boolean;
 }
 
 /** Where the request goes: on to a script or a file (the rewritten path), elsewhere, or upstream. */
-export type Destination = (
+type Destination = (
   | { kind: 'pass'; path: string; query: string; rule: number | null }
   | { kind: 'redirect'; status: number; location: string }
   | { kind: 'proxy'; url: string }

@@ -42,7 +42,7 @@ export interface RewriteRequest {
   fileExists?: (path: string) => boolean;
   dirExists?: (path: string) => boolean;
 }
-export type Outcome =
+type Outcome =
   | { kind: 'pass'; path: string; query: string; rule: number | null }
   | { kind: 'redirect'; status: number; location: string; rule: number }
   | { kind: 'forbidden'; rule: number }

@@ -16,7 +16,7 @@ import type { Produced, Templates } from '../render/index.ts';
 import { renderDocument } from '../render/index.ts';
 import { parseStack } from './stack.ts';
 
-export interface Run {
+interface Run {
   name: string;
   script: ScriptModule;
   /** What runs: the script's GET for GET and HEAD, else its POST, PUT or DELETE. */
@@ -33,7 +33,7 @@ export interface Run {
   requester: Requester;
 }
 
-export interface RunnerParts {
+interface RunnerParts {
   config: Config;
   db: Db;
   templates: Templates;

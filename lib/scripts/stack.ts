@@ -30,7 +30,7 @@ export function mapPosition(file: string, line: number, column: number): { line:
   return { line: entry.originalLine + 1, column: (entry.originalColumn ?? 0) + 1 };
 }
 
-export interface Frame {
+interface Frame {
   fn: string;
   /** Absolute file path. */
   file: string;
@@ -40,7 +40,7 @@ export interface Frame {
   own: boolean;
 }
 
-export interface Location {
+interface Location {
   /** Path relative to the project root, e.g. scripts/person.ts. */
   file: string;
   absolute: string;
