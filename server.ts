@@ -1,6 +1,6 @@
 // The front: every request goes through handle() in the numbered steps of dispatch(), each one
-// call into lib/ (the README's "where is X decided" names the files). It listens only when run
-// as the program (`npm start`, `npm run dev`); tests call createApp and handle without a port.
+// call into lib/ (docs/development.md, How a request is served). It listens only when run as the
+// program (`npm start`, `npm run dev`); tests call createApp and handle without a port.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -160,7 +160,7 @@ function allowedMethods(script: { GET?: unknown; POST?: unknown; PUT?: unknown; 
 }
 
 /** `npm start`: one serving process, or with WEB_CONCURRENCY a primary that migrates once and forks workers. */
-export async function start(config: Config): Promise<void> {
+export async function start(config: Config = readConfig()): Promise<void> {
   if (runsWorkers(config)) {
     return runPrimary(config, async () => {
       const db = await openDatabase(config, { onError: (err) => console.error(`portfolio: database connection error: ${err.message}`) });
@@ -172,7 +172,7 @@ export async function start(config: Config): Promise<void> {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  start(readConfig()).catch((err: unknown) => {
+  start().catch((err: unknown) => {
     console.error(`portfolio could not start: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(1);
   });

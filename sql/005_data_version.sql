@@ -1,5 +1,5 @@
 -- A counter that moves with every change to persons and works, in the same transaction
--- as the change. Cached results (lib/result-cache.ts) are checked against it with one
+-- as the change. Cached results (lib/db/data-version.ts) are checked against it with one
 -- cheap read instead of being computed again: search totals at a million works cost
 -- tens of milliseconds, the read a fraction of one.
 CREATE TABLE data_version (

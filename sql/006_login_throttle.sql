@@ -1,5 +1,5 @@
 -- Logins counted per account name and per client address in a fixed window, in the database
--- so that every worker process sees the same counts (lib/login-throttle.ts).
+-- so that every worker process sees the same counts (lib/auth/login-throttle.ts).
 CREATE TABLE login_attempt (
   -- 'user:<lower-case name>' or 'address:<client IP>'
   key          text PRIMARY KEY,

@@ -1,7 +1,7 @@
 -- Demo accounts and loans, loaded with sql/demo.sql into a new, empty database only.
--- The passwords are in README.md ("Accounts") and are for the demo only: the hashes below
+-- The passwords are in docs/operations.md (Accounts) and are for the demo only: the hashes below
 -- are public, so anyone can log in with them. Ids in order: bibliothek is 1, mmuster 2 …
--- Hashes made with lib/password.ts (scrypt, N=2^17, r=8, p=1).
+-- Hashes made with lib/auth/password.ts (scrypt, N=2^17, r=8, p=1).
 
 INSERT INTO account (username, password_hash, role, person_username) VALUES
   -- password: bibliothek-demo

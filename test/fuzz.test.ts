@@ -11,7 +11,7 @@ import { createRandom } from '../bin/lib/sample-data.ts';
 
 const seed = Number(process.env.FUZZ_SEED ?? 20261121);
 const count = Number(process.env.FUZZ_COUNT ?? 20000);
-// 429: Basic credentials that fail often enough from one address are throttled (lib/login-throttle.ts).
+// 429: Basic credentials that fail often enough from one address are throttled (lib/auth/login-throttle.ts).
 const expectedStatuses = new Set([200, 204, 301, 302, 303, 304, 400, 403, 404, 405, 406, 410, 413, 414, 415, 422, 429, 431]);
 
 let server: TestServer;

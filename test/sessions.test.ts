@@ -1,6 +1,6 @@
 // Sessions under attack: fixation, cross-site posts, open redirects through the login's way
 // back, password guessing (429, also across worker processes sharing the database) and forged
-// Host headers. lib/session.ts, lib/auth.ts, lib/login-throttle.ts, scripts/login.ts.
+// Host headers. lib/auth/session.ts, lib/auth/request-auth.ts, lib/auth/login-throttle.ts, scripts/login.ts.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import type { TestDb, TestServer } from './helpers.ts';

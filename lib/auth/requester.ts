@@ -8,7 +8,8 @@ export class Requester {
   private auth: RequestAuth | null = null;
   /**
    * A SessionControl that makes the real one when a method is called. A `get session()` accessor
-   * instead would give every request's object a hidden class of its own (docs/performance.md, Memory).
+   * instead would give every request's object a hidden class of its own (docs/performance.md,
+   * Garbage collection).
    */
   readonly session: SessionControl;
 

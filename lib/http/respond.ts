@@ -30,7 +30,7 @@ export function createExchange(req: IncomingMessage, res: ServerResponse): Excha
   return { req, res, bytes: 0, user: null, suffix: null, viewer: null };
 }
 
-/** The one ETag of the site: a hash of the bytes sent (docs/performance.md: the one-shot hash()). */
+/** The one ETag of the site: a hash of the bytes sent (docs/performance.md, Per request). */
 export function etagOf(body: string | Buffer): string {
   return `"${hash('sha1', body, 'base64url').slice(0, 27)}"`;
 }

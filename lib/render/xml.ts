@@ -1,7 +1,7 @@
 // Writes the XML representation of a script's tree: '@_name' keys are attributes, '#text' is
 // text, an array repeats its element, null is an empty element and undefined leaves it out; two
 // spaces indent each level. The tree convention and the bytes are those of fast-xml-parser's
-// XMLBuilder (format, suppressEmptyNode), which test/xml.test.ts keeps as the reference. For a
+// XMLBuilder (format, suppressEmptyNode), which test/render/xml.test.ts keeps as the reference. For a
 // person the builder took more than twice as long (docs/performance.md, XML).
 
 const attributePrefix = '@_';

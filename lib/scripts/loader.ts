@@ -151,7 +151,7 @@ export class ScriptLoader {
 
 /** Whether no file of a compiled module has changed since it was compiled (development). */
 // The text, not the modification time: a file saved twice within one tick of the file system's
-// clock keeps its time, and the second edit went unseen (test/dev-reload.test.ts, edit 24 of 300).
+// clock keeps its time, and the second edit went unseen (test/scripts/dev-reload.test.ts, edit 24 of 300).
 function isCurrent(module: CompiledModule): boolean {
   return readSource(module.file) === module.source && module.helpers.every(isCurrent);
 }

@@ -32,7 +32,7 @@ const upMs = 3500;
 let cluster: PostgresCluster;
 let server: TestServer;
 let librarian: Librarian;
-/** COMMITs that got no answer and were found committed (lib/db.ts). */
+/** COMMITs that got no answer and were found committed (lib/db/postgres.ts). */
 const committedAfterNoAnswer: string[] = [];
 
 before(async () => {

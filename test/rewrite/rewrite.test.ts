@@ -7,8 +7,8 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { compileRules, loadRules, RewriteConfigError, rewriteUrl } from '../lib/rewrite/index.ts';
-import type { RewriteResult, RewriteRuleSource } from '../lib/rewrite/index.ts';
+import { compileRules, loadRules, RewriteConfigError, rewriteUrl } from '../../lib/rewrite/index.ts';
+import type { RewriteResult, RewriteRuleSource } from '../../lib/rewrite/index.ts';
 
 const anyScript = { scriptExists: () => true };
 
@@ -495,7 +495,7 @@ describe('rewrite-rules.json: every URL of docs/interface.md', () => {
     'index', 'personen', 'person', 'werk', 'search', 'entlehnte', 'login', 'logout',
     'person-neu', 'person-bearbeiten', 'person-werke', 'werk-neu', 'werk-bearbeiten', 'entlehnung',
   ]);
-  const tableFile = fileURLToPath(new URL('../rewrite-rules.json', import.meta.url));
+  const tableFile = fileURLToPath(new URL('../../rewrite-rules.json', import.meta.url));
   const loaded = loadRules(tableFile, { scriptExists: (name) => scriptNames.has(name) });
 
   const cases: [url: string, expected: Decision][] = [

@@ -2,8 +2,8 @@
 // server context (our own table), with the Vary list that header conditions produce.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileRules, rewriteUrl } from '../lib/rewrite/index.ts';
-import type { RewriteRequest, RewriteResult, RewriteRuleSource } from '../lib/rewrite/index.ts';
+import { compileRules, rewriteUrl } from '../../lib/rewrite/index.ts';
+import type { RewriteRequest, RewriteResult, RewriteRuleSource } from '../../lib/rewrite/index.ts';
 
 const anyScript = { scriptExists: () => true };
 const files = new Set(['/robots.txt', '/index.php']);

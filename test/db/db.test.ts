@@ -1,12 +1,12 @@
-// The PostgreSQL side of lib/db.ts: connections, pooled or pipelined, outlive statements the
+// The PostgreSQL side of lib/db/postgres.ts: connections, pooled or pipelined, outlive statements the
 // server refuses, and a statement that gets no answer is given up on by the one watchdog.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
-import type { Db } from '../lib/db/index.ts';
-import { DbUnavailableError, openPostgres } from '../lib/db/index.ts';
-import type { TestDb } from './helpers.ts';
-import { backend, openTestDb } from './helpers.ts';
+import type { Db } from '../../lib/db/index.ts';
+import { DbUnavailableError, openPostgres } from '../../lib/db/index.ts';
+import type { TestDb } from '../helpers.ts';
+import { backend, openTestDb } from '../helpers.ts';
 
 const onPostgres = backend === 'postgres' ? {} : { skip: 'needs a PostgreSQL server; run with DATABASE_URL' };
 

@@ -1,12 +1,12 @@
-// Slow and oversized input against the configured server (lib/http-server.ts): slow headers are
+// Slow and oversized input against the configured server (lib/http/server.ts): slow headers are
 // cut off, oversized bodies, headers and addresses are refused without being read to the end,
 // and a thousand idle keep-alive connections do not starve anyone else.
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
-import type { TestServer } from './helpers.ts';
-import { rawRequest, startTestServer, waitFor } from './helpers.ts';
+import type { TestServer } from '../helpers.ts';
+import { rawRequest, startTestServer, waitFor } from '../helpers.ts';
 
 const headersTimeoutMs = 1000;
 let server: TestServer;

@@ -1,11 +1,11 @@
-// buildXml (lib/render.ts) on its own: what scripts hand it is a plain tree with '@_' attributes;
+// buildXml (lib/render/document.ts) on its own: what scripts hand it is a plain tree with '@_' attributes;
 // what comes out must be well-formed whatever the strings hold. And the templates' escaping.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import ejs from 'ejs';
-import { buildXml, escapeHtml } from '../lib/render/index.ts';
-import { missingTool } from './helpers.ts';
+import { buildXml, escapeHtml } from '../../lib/render/index.ts';
+import { missingTool } from '../helpers.ts';
 
 describe('buildXml', () => {
   test('escapes markup in text and attribute values, writes attributes in order and leaves out empty ones', () => {

@@ -5,8 +5,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { TestDb, TestServer } from './helpers.ts';
-import { fixtureEnv, openTestDb, rawRequest, root, startTestServer, waitFor } from './helpers.ts';
+import type { TestDb, TestServer } from '../helpers.ts';
+import { fixtureEnv, openTestDb, rawRequest, root, startTestServer, waitFor } from '../helpers.ts';
 
 const fixtures = path.join(root, 'test/fixtures');
 const errorLinePrefix = /^\[(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{2} \d{2}:\d{2}:\d{2}\.\d{6} \d{4}\] \[app:(error|warn)\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] /;

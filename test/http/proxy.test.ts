@@ -9,8 +9,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Json, TestServer } from './helpers.ts';
-import { missingTool, rawRequest, startTestServer, waitFor } from './helpers.ts';
+import type { Json, TestServer } from '../helpers.ts';
+import { missingTool, rawRequest, startTestServer, waitFor } from '../helpers.ts';
 
 const legacyPages: Record<string, string> = {
   'echo.php': `<?php

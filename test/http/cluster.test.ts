@@ -1,4 +1,4 @@
-// The process model (lib/cluster.ts) on the real program: `npm start` as operators run it.
+// The process model (lib/http/cluster.ts) on the real program: `npm start` as operators run it.
 // With PostgreSQL, WEB_CONCURRENCY=2 workers: a worker killed under load is replaced and only its
 // requests in flight fail; SIGHUP reopens the logs in every worker. On both backends, SIGTERM
 // lets a slow request finish and exits 0; PGlite refuses more than one worker.
@@ -9,10 +9,10 @@ import { readFileSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
-import { startArguments } from '../bin/build.ts';
-import type { OwnProgram, Program } from './program.ts';
-import { startOwnProgram } from './program.ts';
-import { backend, fixtureEnv, rawRequest, root, waitFor } from './helpers.ts';
+import { startArguments } from '../../bin/build.ts';
+import type { OwnProgram, Program } from '../program.ts';
+import { startOwnProgram } from '../program.ts';
+import { backend, fixtureEnv, rawRequest, root, waitFor } from '../helpers.ts';
 
 const programEnv = {
   ...fixtureEnv,

@@ -1,16 +1,16 @@
 // Differential test: real-world .htaccess files run in Apache httpd (mod_rewrite, mod_php) and,
-// imported with lib/htaccess.ts, in our server. For every generated request both must run the
+// imported with bin/lib/htaccess.ts, in our server. For every generated request both must run the
 // same script with the same query parameters, or answer the same status and redirect.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { importHtaccess } from '../bin/lib/htaccess.ts';
+import { importHtaccess } from '../../bin/lib/htaccess.ts';
 import type { Apache } from './apache.ts';
 import { startApache } from './apache.ts';
-import type { TestDb } from './helpers.ts';
-import { missingTool, openTestDb, rawRequest, root, startTestServer } from './helpers.ts';
+import type { TestDb } from '../helpers.ts';
+import { missingTool, openTestDb, rawRequest, root, startTestServer } from '../helpers.ts';
 import { probesFor } from './htaccess-probes.ts';
 import type { Probe } from './htaccess-probes.ts';
 

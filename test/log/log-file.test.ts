@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, test } from 'node:test';
-import { LogFile } from '../lib/log/index.ts';
+import { LogFile } from '../../lib/log/index.ts';
 
 let dir = '';
 beforeEach(() => {

@@ -2,8 +2,8 @@
 // the folder, RewriteBase, rounds after an internal rewrite, PATH_INFO, and Apache's escaping.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileRules, rewriteUrl } from '../lib/rewrite/index.ts';
-import type { RewriteRequest, RewriteResult, RewriteRuleSource } from '../lib/rewrite/index.ts';
+import { compileRules, rewriteUrl } from '../../lib/rewrite/index.ts';
+import type { RewriteRequest, RewriteResult, RewriteRuleSource } from '../../lib/rewrite/index.ts';
 
 const files = new Set(['/index.php', '/page.php', '/robots.txt']);
 const folders = new Set(['/', '/img']);

@@ -1,12 +1,12 @@
 // Password hashes: scrypt at the OWASP parameters, stored with them, checked in constant time;
-// the demo hashes are those of the passwords README.md names.
+// the demo hashes are those of the passwords docs/operations.md names.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { checkNewPassword, dummyHash, hashPassword, verifyPassword } from '../lib/auth/password.ts';
-import { root } from './helpers.ts';
-import { demo } from './login-helpers.ts';
+import { checkNewPassword, dummyHash, hashPassword, verifyPassword } from '../../lib/auth/password.ts';
+import { root } from '../helpers.ts';
+import { demo } from '../login-helpers.ts';
 
 const storedFormat = /^scrypt\$N=131072,r=8,p=1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{86}$/;
 
@@ -54,16 +54,16 @@ describe('checkNewPassword', () => {
 });
 
 describe('the demo accounts', () => {
-  test('have the hashes of the passwords README.md names', async () => {
+  test('have the hashes of the passwords docs/operations.md names', async () => {
     const sql = readFileSync(path.join(root, 'sql', 'demo-accounts.sql'), 'utf8');
-    const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+    const manual = readFileSync(path.join(root, 'docs/operations.md'), 'utf8');
     const rows = [...sql.matchAll(/^ {2}\('([a-z]+)', '(scrypt\$[^']+)'/gm)].map((m) => [m[1] as string, m[2] as string] as const);
     assert.deepEqual(rows.map(([name]) => name), Object.keys(demo));
     for (const [name, hash] of rows) {
       const password = demo[name as keyof typeof demo].password;
       assert.match(hash, storedFormat, name);
       assert.equal(await verifyPassword(password, hash), true, name);
-      assert.ok(readme.includes(`| \`${name}\` | \`${password}\` |`), `README.md names the demo password of ${name}`);
+      assert.ok(manual.includes(`| \`${name}\` | \`${password}\` |`), `docs/operations.md names the demo password of ${name}`);
     }
   });
 });

@@ -5,11 +5,11 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { HttpError } from '../lib/http/index.ts';
-import type { Document } from '../lib/page/index.ts';
-import * as pageModule from '../lib/page/index.ts';
-import { ScriptLoader, ScriptParseError } from '../lib/scripts/index.ts';
-import { root } from './helpers.ts';
+import { HttpError } from '../../lib/http/index.ts';
+import type { Document } from '../../lib/page/index.ts';
+import * as pageModule from '../../lib/page/index.ts';
+import { ScriptLoader, ScriptParseError } from '../../lib/scripts/index.ts';
+import { root } from '../helpers.ts';
 
 describe('the scripts in scripts/', () => {
   test('all load, and import from lib/ nothing but lib/page/index.ts', async () => {

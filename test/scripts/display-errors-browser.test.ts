@@ -6,8 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import type { TestServer } from './helpers.ts';
-import { fixtureEnv, launchChromium, missingTool, startTestServer } from './helpers.ts';
+import type { TestServer } from '../helpers.ts';
+import { fixtureEnv, launchChromium, missingTool, startTestServer } from '../helpers.ts';
 
 type PageWindow = { getComputedStyle(el: unknown): { backgroundColor: string } };
 const screenshot = path.join(os.tmpdir(), 'portfolio-display-errors.png');

@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { HtmlValidate } from 'html-validate';
 import { after, before, test } from 'node:test';
-import type { TestServer } from './helpers.ts';
-import { startTestServer } from './helpers.ts';
+import type { TestServer } from '../helpers.ts';
+import { startTestServer } from '../helpers.ts';
 
 let server: TestServer;
 const validator = new HtmlValidate({

@@ -7,8 +7,8 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import type { TestServer } from './helpers.ts';
-import { rawRequest, root, startTestServer } from './helpers.ts';
+import type { TestServer } from '../helpers.ts';
+import { rawRequest, root, startTestServer } from '../helpers.ts';
 
 const dir = path.join(root, 'test/fixtures', `tmp-reload-${process.pid}`);
 const scriptFile = path.join(dir, 'scripts', 'hello.ts');

@@ -6,8 +6,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import type { AccessEntry } from '../lib/log/index.ts';
-import { escapeLogItem, formatAccessLine } from '../lib/log/index.ts';
+import type { AccessEntry } from '../../lib/log/index.ts';
+import { escapeLogItem, formatAccessLine } from '../../lib/log/index.ts';
 
 const time = new Date(2026, 10, 21, 10, 15, 42, 123);
 

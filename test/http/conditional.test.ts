@@ -3,8 +3,8 @@
 // shared caches.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { TestServer } from './helpers.ts';
-import { fixtureEnv, startTestServer } from './helpers.ts';
+import type { TestServer } from '../helpers.ts';
+import { fixtureEnv, startTestServer } from '../helpers.ts';
 
 describe('conditional requests', () => {
   let server: TestServer;

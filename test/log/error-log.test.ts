@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { formatAuthFailure, formatErrorLine } from '../lib/log/index.ts';
+import { formatAuthFailure, formatErrorLine } from '../../lib/log/index.ts';
 
 const time = new Date(2026, 10, 21, 10, 15, 42, 123);
 const stamp = '[Sat Nov 21 10:15:42.123000 2026]';

@@ -5,11 +5,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { buildServer, serverBundle, startArguments } from '../bin/build.ts';
-import type { TestServer } from './helpers.ts';
-import { fixtureEnv, rawRequest, root, startTestServer, waitFor } from './helpers.ts';
-import type { OwnProgram, Program } from './program.ts';
-import { startOwnProgram } from './program.ts';
+import { buildServer, serverBundle, startArguments } from '../../bin/build.ts';
+import type { TestServer } from '../helpers.ts';
+import { fixtureEnv, rawRequest, root, startTestServer, waitFor } from '../helpers.ts';
+import type { OwnProgram, Program } from '../program.ts';
+import { startOwnProgram } from '../program.ts';
 
 // Links are absolute; one BASE_URL makes the built server's documents comparable byte for byte.
 const baseUrl = 'http://portfolio.test';

@@ -1,11 +1,11 @@
-// writeXml (lib/xml.ts) against its reference, fast-xml-parser's XMLBuilder with the options
+// writeXml (lib/render/xml.ts) against its reference, fast-xml-parser's XMLBuilder with the options
 // the site used before: the same tree must give the same bytes, for the shapes the scripts
 // hand over and for a few thousand random trees.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { XMLBuilder, type XmlBuilderOptions } from 'fast-xml-parser';
-import { createRandom } from '../bin/lib/sample-data.ts';
-import { escapeXml, writeXml } from '../lib/render/index.ts';
+import { createRandom } from '../../bin/lib/sample-data.ts';
+import { escapeXml, writeXml } from '../../lib/render/index.ts';
 
 const builder = new XMLBuilder({
   ignoreAttributes: false,

@@ -6,9 +6,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { importHtaccess, splitArguments } from '../bin/lib/htaccess.ts';
-import type { TestServer } from './helpers.ts';
-import { rawRequest, root, startTestServer } from './helpers.ts';
+import { importHtaccess, splitArguments } from '../../bin/lib/htaccess.ts';
+import type { TestServer } from '../helpers.ts';
+import { rawRequest, root, startTestServer } from '../helpers.ts';
 
 const fixtures = path.join(root, 'test/fixtures/htaccess');
 const scriptsDir = path.join(fixtures, 'scripts');
