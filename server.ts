@@ -12,7 +12,7 @@ import type { Db } from './lib/db/index.ts';
 import { openDatabase, prepareDatabase } from './lib/db/index.ts';
 import type { Exchange } from './lib/http/index.ts';
 import {
-  chooseFormat, clientPort, createBodyReader, createExchange, createProxy, effectiveMethod, HttpError, lingerAfterAnswer,
+  accessEntryOf, basePathOf, chooseFormat, clientPort, createBodyReader, createExchange, createProxy, effectiveMethod, HttpError, lingerAfterAnswer,
   listen, locate, mediaTypes, negotiateErrorFormat, readTarget, refuseLargeBody, runPrimary, runsWorkers, sendBody, sendEmpty,
   serveFile, StaticFiles, UpstreamError,
 } from './lib/http/index.ts';
@@ -40,29 +40,21 @@ export interface App {
 export async function createApp(config: Config, options: { db?: Db } = {}): Promise<App> {
   const logs = new Logs({ access: config.accessLog, error: config.errorLog });
   const logError: App['logError'] = (message, level = 'error') => logs.error(message, { level });
-  // Everything is checked before the first request: a bad rewrite table or migration stops the start.
   const reload = !config.production;
-  const scripts = new ScriptLoader(config.scriptsDir, { reload });
   const templates = new Templates(config.templatesDir, { reload });
   const files = new StaticFiles(config.publicDir, { reload });
-  const rules = await loadRules(config.rulesFile, { scriptExists: (name) => scripts.exists(name) }).catch(stop);
-  const db = options.db ?? (await openDatabase(config, {
-    onError: (err) => logError(`database connection error: ${err.message}`),
-    onWarning: (message) => logError(message, 'warn'),
-  }).catch(stop));
-  await prepareDatabase(db, config).catch(async (err: unknown) => stop(options.db ? err : await db.close().then(() => err)));
+  // Checked before the first request: a missing scripts folder, a bad rewrite table, database or
+  // migration stops the start, and the error log says why, where an operator looks first.
+  const { scripts, rules, db } = await prepare(config, { db: options.db, logError }).catch(async (err: unknown) => {
+    logError(`portfolio could not start: ${err instanceof Error ? err.message : String(err)}`);
+    await logs.close();
+    throw err;
+  });
   const auth = new Auth(db, config, logs);
   const runner = new ScriptRunner({ config, db, templates, logs });
   const proxy = createProxy({ timeoutMs: config.proxyTimeoutMs });
   const site = { publicDir: config.publicDir, scriptExists: (name: string) => scripts.exists(name) };
-  const base = `${config.baseUrl ? new URL(config.baseUrl).pathname.replace(/\/$/, '') : ''}/`;
-
-  /** A start-up problem goes to the error log too, where an operator looks first. */
-  async function stop(err: unknown): Promise<never> {
-    logError(`portfolio could not start: ${err instanceof Error ? err.message : String(err)}`);
-    await logs.close();
-    throw err;
-  }
+  const base = `${basePathOf(config)}/`;
 
   async function dispatch(ex: Exchange): Promise<void> {
     const { req } = ex;
@@ -91,12 +83,13 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     }
     const body = createBodyReader(req);
     const method = await effectiveMethod(req, body);
-    const handler = method === 'GET' || method === 'HEAD' ? script.GET : method === 'POST' || method === 'PUT' || method === 'DELETE' ? script[method] : undefined;
+    const handler = method === 'GET' || method === 'HEAD' ? script.GET : allow.includes(method) ? script[method as 'POST' | 'PUT' | 'DELETE'] : undefined;
     if (!handler) throw new HttpError(405, `${method} is not supported here; use ${allow.join(', ')}.`, { allow });
     // 5. Representation: the suffix, or Accept; 406 lists the alternatives.
     const available = formatsOf(script);
-    const documentPath = target.bare.endsWith('.php') ? destination.path.replace(/\.php$/, '') : target.bare;
-    const format = chooseFormat({ suffix: target.suffix, accept: req.headers.accept, available, path: documentPath, link: target.link });
+    // Before the script has run, the address asked for (or its script's name) is the best name of the document.
+    const guess = target.bare.endsWith('.php') ? destination.path.replace(/\.php$/, '') : target.bare;
+    const format = chooseFormat({ suffix: target.suffix, accept: req.headers.accept, available, path: guess, link: target.link });
     // 6. Identity: who is asking is read only if the script asks; public documents never do.
     const requester = auth.requester(ex, target);
     // 7. Run the script and render its answer (8), or take the rendering kept at this data version.
@@ -109,9 +102,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   function answerError(ex: Exchange, err: unknown): void {
     const { req, res } = ex;
     const problem = problemOf(err);
-    if (!problem || problem.status >= 500 || res.headersSent) {
-      logs.error(err instanceof UpstreamError ? err.logMessage : describeError(err, projectRoot), { client: clientPort(req), referer: req.headers.referer });
-    }
+    if (!problem || problem.status >= 500 || res.headersSent) logFailure(ex, err);
     if (res.headersSent) return void res.destroy();
     if (problem) {
       const { headers, body } = renderProblem(problem, ex.suffix ?? negotiateErrorFormat(req.headers.accept), { templates, base, user: ex.viewer });
@@ -123,19 +114,20 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     sendEmpty(ex, 500, { 'cache-control': 'no-store' });
   }
 
+  function logFailure(ex: Exchange, err: unknown): void {
+    const message = err instanceof UpstreamError ? err.logMessage : describeError(err, projectRoot);
+    logs.error(message, { client: clientPort(ex.req), referer: ex.req.headers.referer });
+  }
+
   function handle(req: IncomingMessage, res: ServerResponse): void {
     const ex = createExchange(req, res);
     // 10. Log: one access-log line once the response is done, whatever happened.
-    res.once('close', () => logs.access({
-      remoteAddr: req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '-', user: ex.user, time: new Date(),
-      method: req.method ?? '-', target: req.url ?? '-', httpVersion: req.httpVersion,
-      status: res.statusCode, bytes: ex.bytes, referer: req.headers.referer, userAgent: req.headers['user-agent'],
-    }));
+    res.once('close', () => logs.access(accessEntryOf(ex)));
     dispatch(ex).catch((err: unknown) => {
       try {
         answerError(ex, err);
       } catch (fatal) {
-        logs.error(describeError(fatal, projectRoot), { client: clientPort(req) });
+        logFailure(ex, fatal);
         res.destroy();
       }
     });
@@ -153,6 +145,21 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   };
 }
 
+/** The scripts, the rewrite table and the database, migrated; a database opened here is closed again when this fails. */
+async function prepare(config: Config, parts: { db: Db | undefined; logError: App['logError'] }) {
+  const scripts = new ScriptLoader(config.scriptsDir, { reload: !config.production });
+  const rules = await loadRules(config.rulesFile, { scriptExists: (name) => scripts.exists(name) });
+  const db = parts.db ?? (await openDatabase(config, {
+    onError: (err) => parts.logError(`database connection error: ${err.message}`),
+    onWarning: (message) => parts.logError(message, 'warn'),
+  }));
+  await prepareDatabase(db, config).catch(async (err: unknown) => {
+    if (!parts.db) await db.close();
+    throw err;
+  });
+  return { scripts, rules, db };
+}
+
 /** GET, HEAD and OPTIONS wherever there is a GET, and the change methods the script exports. */
 function allowedMethods(script: { GET?: unknown; POST?: unknown; PUT?: unknown; DELETE?: unknown }): string[] {
   const changes = (['POST', 'PUT', 'DELETE'] as const).filter((m) => typeof script[m] === 'function');
@@ -161,9 +168,13 @@ function allowedMethods(script: { GET?: unknown; POST?: unknown; PUT?: unknown; 
 
 /** `npm start`: one serving process, or with WEB_CONCURRENCY a primary that migrates once and forks workers. */
 export async function start(config: Config = readConfig()): Promise<void> {
+  if (config.webConcurrency > 1 && !config.databaseUrl) {
+    throw new Error('WEB_CONCURRENCY > 1 needs PostgreSQL: the embedded database (PGlite) serves one process only. Set DATABASE_URL or WEB_CONCURRENCY=1.');
+  }
   if (runsWorkers(config)) {
     return runPrimary(config, async () => {
-      const db = await openDatabase(config, { onError: (err) => console.error(`portfolio: database connection error: ${err.message}`) });
+      const say = (message: string) => console.error(`portfolio: ${message}`);
+      const db = await openDatabase(config, { onError: (err) => say(`database connection error: ${err.message}`), onWarning: say });
       await prepareDatabase(db, config).finally(() => db.close());
     });
   }

@@ -4,7 +4,7 @@
 // librarian POSTs here to lend a work to the user (201 with the loan's Location).
 import type { Document, Failure, FormField, Identity, LinkFn, Outcome, ScriptRequest } from '../lib/page/index.ts';
 import {
-  change, findAccount, HttpError, lend, librariansOnly, loanFields, loanView, pageLinks, readId, readLoan, readNonNegativeInteger,
+  change, findAccount, HttpError, lend, librariansOnly, loanFields, loanView, mayReadLoans, pageLinks, readId, readLoan, readNonNegativeInteger,
   rejectInvalid, requireLogin,
 } from '../lib/page/index.ts';
 
@@ -63,7 +63,7 @@ async function loanList(req: ScriptRequest, options: { uid: number; offset: numb
     anonymous: 'This loan list is protected. Log in as its owner or as a librarian to see it.',
     expired: 'This loan list is protected. Your session has expired; log in again to see it.',
   });
-  if (requester.role !== 'librarian' && requester.id !== uid) {
+  if (!mayReadLoans(requester, uid)) {
     throw new HttpError(403, 'This loan list belongs to another user; only its owner and librarians may see it.', { login: back });
   }
   const account = await findAccount(db, uid);

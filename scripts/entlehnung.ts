@@ -2,7 +2,7 @@
 // the latest loan of that work to that user, returned or not; a librarian DELETEs it to record
 // the return (204). Readable, like the loan list, only by its owner and librarians.
 import type { Document, LoanRecord, Outcome, ScriptRequest } from '../lib/page/index.ts';
-import { change, findLoan, giveBack, HttpError, librariansOnly, readId, requireLogin } from '../lib/page/index.ts';
+import { change, findLoan, giveBack, HttpError, librariansOnly, mayReadLoans, readId, requireLogin } from '../lib/page/index.ts';
 
 export { loanJson as toJson, loanXml as toXml } from '../lib/page/index.ts';
 
@@ -14,12 +14,12 @@ export async function GET(req: ScriptRequest): Promise<Document<LoanRecord>> {
     anonymous: 'This loan is protected. Log in as its borrower or as a librarian to see it.',
     expired: 'This loan is protected. Your session has expired; log in again to see it.',
   });
-  if (requester.role !== 'librarian' && requester.id !== uid) {
+  if (!mayReadLoans(requester, uid)) {
     throw new HttpError(403, 'This loan belongs to another user; only its borrower and librarians may see it.', { login: back });
   }
   const loan = await findLoan(req.db, uid, wid);
   if (!loan) throw new HttpError(404, `The work ${wid} has never been lent to the user ${uid}.`);
-  return { path: back, title: `${loan.werk.titel}, lent to ${loan.account.username}`, data: loan, cacheControl: 'private, no-store' };
+  return { path: back, title: `${loan.werk.titel}, lent to ${loan.account.username}`, data: loan, private: true };
 }
 
 /** A librarian records the return. */

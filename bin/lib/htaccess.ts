@@ -1,7 +1,9 @@
 // Reads an Apache .htaccess file (or the inside of a <Directory> block) and turns its
 // mod_rewrite directives into a rewrite table in directory context. Every line it cannot
 // carry over comes back as a finding with its line number and the reason; none is dropped.
+import path from 'node:path';
 import { compileRules, RewriteConfigError } from '../../lib/rewrite/index.ts';
+import { scriptOf } from '../../lib/script-name.ts';
 import type { RewriteConditionSource, RewriteRuleSource } from '../../lib/rewrite/index.ts';
 
 interface ImportOptions {
@@ -157,7 +159,8 @@ function convertRule(input: RuleInput, options: ImportOptions, skipped: (line: L
   }
   const legacy = mapLegacyScript(target, base, options);
   if (legacy === 'missing') {
-    skipped(line, `${scriptOf(target)}.php has no script scripts/${scriptOf(target)}.ts; create the script, or give --upstream with the legacy server's URL to proxy it there.`);
+    const name = path.posix.basename(target.split('?', 1)[0] ?? '', '.php');
+    skipped(line, `${name}.php has no script scripts/${name}.ts; create the script, or give --upstream with the legacy server's URL to proxy it there.`);
     dropConditions('is not imported');
     return null;
   }
@@ -178,16 +181,12 @@ function convertRule(input: RuleInput, options: ImportOptions, skipped: (line: L
   return rule;
 }
 
-function scriptOf(substitution: string): string {
-  return /([A-Za-z0-9_-]+)\.php$/.exec(substitution.split('?', 1)[0] ?? '')?.[1] ?? '';
-}
-
 /** A P rule's URL for a .php target we have no script for; null when nothing changes. */
 function mapLegacyScript(substitution: string, base: string, options: ImportOptions): string | 'missing' | null {
   const pathPart = substitution.split('?', 1)[0] ?? '';
   if (/^https?:\/\//i.test(pathPart) || /[$%]/.test(pathPart)) return null;
-  const name = /^\/?([A-Za-z0-9_-]+)\.php$/.exec(pathPart)?.[1];
-  if (!pathPart.endsWith('.php') || (name !== undefined && options.scriptExists(name))) return null;
+  const name = scriptOf(pathPart);
+  if (!pathPart.endsWith('.php') || (name !== null && options.scriptExists(name))) return null;
   if (options.upstream === null) return 'missing';
   const sitePath = pathPart.startsWith('/') ? pathPart : base + pathPart;
   return options.upstream.replace(/\/+$/, '') + sitePath + substitution.slice(pathPart.length);
@@ -211,5 +210,5 @@ function explainOther(name: string): string {
   if (lower === 'rewritemap') return 'RewriteMap is not available in .htaccess, and the table has no maps; spell the mapping out as rules.';
   if (['redirect', 'redirectmatch', 'redirectpermanent', 'redirecttemp'].includes(lower)) return `${directive} is mod_alias, not mod_rewrite; write it as a RewriteRule with [R=301,L].`;
   if (name.startsWith('<')) return `<${directive}> blocks are not imported; their directives are not rewrite rules.`;
-  return `${directive} is not a mod_rewrite directive; the server has its own setting for it, or none (docs/migrating.md, Migrating from Apache).`;
+  return `${directive} is not a mod_rewrite directive; the server has its own setting for it, or none (docs/migrating.md, Apache's .htaccess).`;
 }

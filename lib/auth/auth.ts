@@ -13,7 +13,7 @@ import { SessionStore } from './session.ts';
 const sweepEveryMs = 10 * 60 * 1000;
 
 export class Auth {
-  readonly sessions: SessionStore;
+  private readonly sessions: SessionStore;
   private readonly throttle: LoginThrottle;
   private readonly sweep: NodeJS.Timeout;
 

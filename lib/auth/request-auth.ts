@@ -54,8 +54,8 @@ interface State {
 export class RequestAuth {
   /** Whether a script asked about the requester or the session: the response is then private. */
   used = false;
-  /** Set-Cookie headers for the front to send. */
-  readonly cookies: string[] = [];
+  /** Set-Cookie headers the session changes need; settle() sends them. */
+  private readonly cookies: string[] = [];
   readonly session: SessionControl;
   private readonly options: AuthOptions;
   private state: Promise<State> | null = null;

@@ -24,7 +24,7 @@ export class Requester {
   }
 
   /** The requester's authentication, made on first use. */
-  get(): RequestAuth {
+  private get(): RequestAuth {
     return (this.auth ??= this.make());
   }
 

@@ -9,7 +9,7 @@ import { classifyError, DbUnavailableError, isUnavailable, toConfig } from './db
 import { Pipelines } from './pipeline.ts';
 import { ReadWatchdog } from './watchdog.ts';
 
-export interface PostgresOptions {
+interface PostgresOptions {
   connectionString: string;
   statementTimeoutMs: number;
   /** How long a query waits for a connection (a new one, or a free one of the pool) before 503. */

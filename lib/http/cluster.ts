@@ -56,9 +56,6 @@ function handleSignals(server: http.Server, app: Stoppable): void {
 
 /** Whether this process is the primary that forks workers instead of serving itself. */
 export function runsWorkers(config: Config): boolean {
-  if (config.webConcurrency > 1 && !config.databaseUrl) {
-    throw new Error('WEB_CONCURRENCY > 1 needs PostgreSQL: the embedded database (PGlite) serves one process only. Set DATABASE_URL or WEB_CONCURRENCY=1.');
-  }
   return config.webConcurrency > 1 && cluster.isPrimary;
 }
 

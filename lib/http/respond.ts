@@ -2,6 +2,7 @@
 // conditional GET (RFC 9110 sections 8.8.3 and 13.1.2), and the bytes the access log counts.
 import { hash } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { AccessEntry } from '../log/index.ts';
 import type { Format } from './negotiate.ts';
 
 /** One request and its response, as the access log and the error answers see them. */
@@ -77,4 +78,14 @@ export function clientAddress(req: IncomingMessage): string {
 /** 'ip:port', as the error log names a client. */
 export function clientPort(req: IncomingMessage): string {
   return `${clientAddress(req)}:${req.socket.remotePort ?? 0}`;
+}
+
+/** The exchange as the access log writes it, once the response is done. */
+export function accessEntryOf(ex: Exchange): AccessEntry {
+  const { req, res } = ex;
+  return {
+    remoteAddr: clientAddress(req), user: ex.user, time: new Date(),
+    method: req.method ?? '-', target: req.url ?? '-', httpVersion: req.httpVersion,
+    status: res.statusCode, bytes: ex.bytes, referer: req.headers.referer, userAgent: req.headers['user-agent'],
+  };
 }

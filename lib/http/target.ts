@@ -31,28 +31,32 @@ const maxTargetLength = 8192;
 /**
  * 414 for an address over 8192 characters, 400 for a bad percent-encoding or a Host that is not
  * served here, 404 for a NUL or a ".." segment (never a file read). Suffixes are taken off only
- * when the rewrite table wants them (an imported .htaccess table does not); the suffix is noted
- * on the exchange at once, so the answer to a Host not served here comes in it too.
+ * when the rewrite table wants them (an imported .htaccess table does not). The suffix is noted
+ * on the exchange, where an error answer takes it: the one of the address as sent until the path
+ * is read, then the one of the decoded path, which the rewrite and the answer use.
  */
 export function readTarget(ex: Exchange, config: Config, options: { suffixes: boolean }): Target {
   const { req } = ex;
   const url = req.url ?? '/';
+  const mark = url.indexOf('?');
+  const rawPath = mark === -1 ? url : url.slice(0, mark);
+  // Until the path is read, a refusal of the address answers in the suffix it was asked with.
+  if (options.suffixes) ex.suffix = takeSuffix(rawPath)[1];
   if (url.length > maxTargetLength) throw new HttpError(414, `The address is longer than ${maxTargetLength} characters.`);
   if (!url.startsWith('/')) throw new HttpError(400, 'The request target must be a path beginning with /.');
-  const mark = url.indexOf('?');
   let path: string;
   try {
-    path = decodeURIComponent(mark === -1 ? url : url.slice(0, mark));
+    path = decodeURIComponent(rawPath);
   } catch {
     throw new HttpError(400, 'The address contains an invalid percent-encoding.');
   }
   if (path.includes('\0') || path.split('/').includes('..')) throw new HttpError(404, 'There is no document at this address.');
   const [bare, suffix] = options.suffixes ? takeSuffix(path) : [path, null];
   ex.suffix = suffix;
-  const base = config.baseUrl ? new URL(config.baseUrl) : null;
+  const base = baseOf(config);
   const origin = base ? base.origin : originOf(req, config);
-  const basePath = base ? base.pathname.replace(/\/$/, '') : '';
-  const secure = isEncrypted(req) || base?.protocol === 'https:';
+  const basePath = base ? base.path : '';
+  const secure = isEncrypted(req) || base?.origin.startsWith('https:') === true;
   return { path, bare, suffix, query: mark === -1 ? '' : url.slice(mark + 1), origin, basePath, link: (p) => origin + basePath + p, secure };
 }
 
@@ -62,6 +66,24 @@ export function locate(target: Target, location: string, suffix: Format | null):
   const mark = location.indexOf('?');
   const pathPart = mark === -1 ? location : location.slice(0, mark);
   return target.link(pathPart + (suffix ? `.${suffix}` : '')) + (mark === -1 ? '' : location.slice(mark));
+}
+
+// BASE_URL taken apart once per configuration, not on every request.
+const bases = new WeakMap<Config, { origin: string; path: string } | null>();
+
+function baseOf(config: Config): { origin: string; path: string } | null {
+  let base = bases.get(config);
+  if (base === undefined) {
+    const url = config.baseUrl ? new URL(config.baseUrl) : null;
+    base = url && { origin: url.origin, path: url.pathname.replace(/\/$/, '') };
+    bases.set(config, base);
+  }
+  return base;
+}
+
+/** BASE_URL's path prefix without the trailing slash, '' at the root of the host. */
+export function basePathOf(config: Config): string {
+  return baseOf(config)?.path ?? '';
 }
 
 function originOf(req: IncomingMessage, config: Config): string {

@@ -30,8 +30,9 @@ type FormAgain = (failure: Failure) => Document | Promise<Document>;
 
 /**
  * Runs a change: the requester and the body are checked first (400, 403 or 415, nothing changed),
- * then `run`. A 403 on the way offers the login link to `back`. When a browser's form fails
- * validation, authorization or a conflict, `formAgain` shows the form again with what was typed.
+ * then `run`; a 403 for anyone anonymous, or from `run`, offers the login link to `back`. When a
+ * browser's form fails validation, authorization or a conflict, `formAgain` shows the form again
+ * with what was typed.
  */
 export async function change(req: ScriptRequest, options: ChangeOptions & { bodyless?: false }, run: (c: { requester: Identity; body: Body }) => Promise<Changed>, formAgain?: FormAgain): Promise<Outcome>;
 export async function change(req: ScriptRequest, options: ChangeOptions & { bodyless: true }, run: (c: { requester: Identity }) => Promise<Changed>, formAgain?: FormAgain): Promise<Outcome>;
@@ -39,14 +40,16 @@ export async function change(req: ScriptRequest, options: ChangeOptions, run: (c
   try {
     const body = options.bodyless && !hasBody(req.headers) ? null : await req.body(['form', 'json', 'xml']);
     const requester = await beginChange(req, body, options.back);
-    const { then, document } = await run({ requester, body: body as Body });
+    // A refusal of the change itself (not yours, librarians only) offers to log in as someone who may.
+    const { then, document } = await run({ requester, body: body as Body }).catch((err: unknown) => {
+      throw withLogin(err, options.back);
+    });
     if (body?.type === 'form') return new Redirect(then, 303);
-    return document ? { ...document, cacheControl: 'private, no-store' } : new NoContent();
+    return document ? { ...document, private: true } : new NoContent();
   } catch (err) {
-    const refusal = withLogin(err, options.back);
-    const failure = formAgain ? await failureOf(req, refusal) : null;
+    const failure = formAgain ? await failureOf(req, err) : null;
     if (formAgain && failure) return formAgain(failure);
-    throw refusal;
+    throw err;
   }
 }
 

@@ -69,7 +69,9 @@ export async function failureOf(req: ScriptRequest, err: unknown): Promise<Failu
 
 /** A field of a form, filled from its state: the value (stored or just typed) and its message. */
 export function fieldOf(state: Pick<FormState, 'values' | 'errors'>, spec: Omit<FormField, 'value' | 'error'>): FormField {
-  return { ...spec, value: state.values[spec.name] ?? '', error: state.errors.find((e) => e.field === spec.name)?.message ?? null };
+  const { hint, ...field } = spec;
+  const error = state.errors.find((e) => e.field === spec.name)?.message ?? null;
+  return { ...field, value: state.values[spec.name] ?? '', error, ...(hint ? { hint } : {}) };
 }
 
 /** What every form page takes from its state besides the fields. */
@@ -80,7 +82,7 @@ export function stateOf(state: FormState): Pick<FormPage, 'csrfToken' | 'message
 /** A form page document at path: never cached, answered with the status of its failure. */
 export function formDocument(page: FormPage, path: string, status?: number): Document<FormPage> {
   return {
-    path, title: page.heading, data: page, cacheControl: 'private, no-store',
+    path, title: page.heading, data: page, private: true,
     view: { template: 'form' }, ...(status ? { status } : {}),
   };
 }
@@ -105,13 +107,13 @@ export async function showForm(
   path: string,
   build: (opened: { requester: Identity; csrfToken: string }) => Promise<FormPage>,
 ): Promise<Document<FormPage>> {
-  try {
-    const requester = await requireLogin(req, path, { anonymous: 'Log in to change data.', expired: 'Your session has expired; log in again to change data.' });
-    if (requester.via === 'basic') {
-      throw new HttpError(403, 'The forms need a login session: log in with the login form. With HTTP Basic credentials, send JSON or XML to the resource itself.');
-    }
-    return formDocument(await build({ requester, csrfToken: await req.session.csrfToken() }), path);
-  } catch (err) {
-    throw withLogin(err, path);
+  const requester = await requireLogin(req, path, { anonymous: 'Log in to change data.', expired: 'Your session has expired; log in again to change data.' });
+  if (requester.via === 'basic') {
+    throw new HttpError(403, 'The forms need a login session: log in with the login form. With HTTP Basic credentials, send JSON or XML to the resource itself.', { login: path });
   }
+  const csrfToken = await req.session.csrfToken();
+  const page = await build({ requester, csrfToken }).catch((err: unknown) => {
+    throw withLogin(err, path);
+  });
+  return formDocument(page, path);
 }

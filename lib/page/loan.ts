@@ -2,6 +2,7 @@
 // shows the latest loan of that work to that user, so the link keeps working after the return,
 // which it then states (zurueck). A lending as a librarian's request states it, and its form.
 // Writing is loan-store.ts.
+import type { Identity } from '../auth/index.ts';
 import type { Queryable } from '../db/index.ts';
 import type { Body, FieldError } from '../http/index.ts';
 import type { FormField, FormState } from './form.ts';
@@ -20,6 +21,11 @@ export interface LoanRecord {
   /** The day it came back, or null while it is out. */
   zurueck: string | null;
   ueberfaellig: boolean;
+}
+
+/** A user's loans are read by that user and by librarians, nobody else. */
+export function mayReadLoans(requester: Identity, accountId: number): boolean {
+  return requester.role === 'librarian' || requester.id === accountId;
 }
 
 export async function findLoan(db: Queryable, accountId: number, werkId: number): Promise<LoanRecord | null> {

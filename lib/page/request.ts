@@ -46,8 +46,8 @@ export interface Document<T = unknown> {
   data: T;
   /** Stylesheet of the HTML page, relative to the site root; css/site.css when absent. */
   stylesheet?: string;
-  /** Cache-Control of a per-user document, e.g. 'private, no-store'; public documents leave it out. */
-  cacheControl?: string;
+  /** A per-user document: Cache-Control private, no-store; public documents leave it out. */
+  private?: boolean;
   /** The status, 200 when absent: a form shown again after a failed POST may say 403 or 422. */
   status?: number;
   /** For 201: the new resource's site path, sent as Location. */

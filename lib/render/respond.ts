@@ -43,7 +43,7 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
   const headers: Record<string, string> = {
     'content-type': mediaTypes[format],
     etag,
-    'cache-control': doc.cacheControl ?? publicCacheControl,
+    'cache-control': doc.private ? privateCacheControl : publicCacheControl,
     link: [`<${target.link(doc.path)}>; rel="canonical"`, ...alternates.map((a) => `<${a.href}>; rel="alternate"; type="${a.type}"`)].join(', '),
     'x-content-type-options': 'nosniff',
   };

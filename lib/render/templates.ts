@@ -1,5 +1,6 @@
 // EJS templates: one per script with the script's name, plus form.ejs, error.ejs and partials/.
-// Compiled with fixed options only, never options taken from request data (ejs SECURITY.md).
+// Compiled with fixed options only, never options taken from request data
+// (https://github.com/mde/ejs/blob/main/SECURITY.md).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import ejs from 'ejs';

@@ -5,7 +5,7 @@ import { statSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import path from 'node:path';
 import type { Exchange, Target } from '../http/index.ts';
-import { HttpError, isEncrypted } from '../http/index.ts';
+import { clientAddress, HttpError, isEncrypted } from '../http/index.ts';
 import { scriptOf } from '../script-name.ts';
 import { rewriteUrl } from './rounds.ts';
 import type { RewriteRequest, RewriteTable } from './table.ts';
@@ -57,7 +57,7 @@ function requestOf(req: IncomingMessage, sitePath: string, query: string, site: 
     headers: req.headers,
     https: isEncrypted(req),
     requestLine: `${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/${req.httpVersion}`,
-    remoteAddr: req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '',
+    remoteAddr: clientAddress(req),
     fileExists: (p) => isScriptPath(p, site) || statOf(site.publicDir, p)?.isFile() === true,
     dirExists: (p) => p === '/' || statOf(site.publicDir, p)?.isDirectory() === true,
   };

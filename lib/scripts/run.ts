@@ -1,7 +1,7 @@
 // Runs a handler script for one request and renders what it returns: the ScriptRequest it reads
 // (query, body, who is asking, warnings, remembered results), and for a script that declares
-// itself `cacheable`, its rendered documents kept until the data changes (docs/interface.md,
-// Caching).
+// itself `cacheable`, its rendered documents kept until the data changes (docs/development.md,
+// Remembered results and kept documents).
 import path from 'node:path';
 import type { Requester } from '../auth/index.ts';
 import type { Config } from '../config.ts';

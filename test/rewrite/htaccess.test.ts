@@ -31,7 +31,7 @@ describe('importHtaccess', () => {
       [45, '</Files>'],
     ]);
     assert.equal(findings[4]?.reason, 'flag NS left out: there are no subrequests here.');
-    assert.equal(findings[0]?.reason, 'Options is not a mod_rewrite directive; the server has its own setting for it, or none (docs/migrating.md, Migrating from Apache).');
+    assert.equal(findings[0]?.reason, 'Options is not a mod_rewrite directive; the server has its own setting for it, or none (docs/migrating.md, Apache\'s .htaccess).');
   });
 
   test('writes directory context, RewriteBase, no representation suffixes, and the source line of each rule', () => {
@@ -108,7 +108,7 @@ describe('npm run import-htaccess', () => {
     assert.equal(run.status, 0, run.stderr);
     assert.equal(run.stdout, '');
     const lines = run.stderr.trim().split('\n');
-    assert.equal(lines[0], `${realWorld}:2: not carried over: Options is not a mod_rewrite directive; the server has its own setting for it, or none (docs/migrating.md, Migrating from Apache).`);
+    assert.equal(lines[0], `${realWorld}:2: not carried over: Options is not a mod_rewrite directive; the server has its own setting for it, or none (docs/migrating.md, Apache's .htaccess).`);
     assert.equal(lines.at(-1), `${realWorld}: 11 rules imported, 8 lines not carried over.`);
   });
 
