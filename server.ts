@@ -21,7 +21,7 @@ import { Logs } from './lib/log/index.ts';
 import { formatsOf, problemOf, renderProblem, respond, Templates } from './lib/render/index.ts';
 import { loadRules, rewriteRequest } from './lib/rewrite/index.ts';
 import { scriptOf } from './lib/script-name.ts';
-import { describeError, renderErrorPage, ScriptLoader, ScriptRunner } from './lib/scripts/index.ts';
+import { describeError, errorPagePolicy, renderErrorPage, ScriptLoader, ScriptRunner } from './lib/scripts/index.ts';
 
 const traceRequest = createDebug('portfolio:request');
 
@@ -50,7 +50,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     await logs.close();
     throw err;
   });
-  const auth = new Auth(db, config, logs);
+  const auth = await Auth.open(db, config, logs);
   const runner = new ScriptRunner({ config, db, templates, logs });
   const proxy = createProxy({ timeoutMs: config.proxyTimeoutMs });
   const site = { publicDir: config.publicDir, scriptExists: (name: string) => scripts.exists(name) };
@@ -71,6 +71,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     if (name === null || !scripts.exists(name)) {
       const file = files.find(destination.rule === null ? target.path : destination.path);
       if (file && (req.method === 'GET' || req.method === 'HEAD')) return serveFile(ex, file);
+      logs.missingFile(path.join(config.publicDir, target.path), clientPort(req));
       throw new HttpError(404, `There is no document at ${target.path}.`);
     }
     const script = await scripts.load(name);
@@ -103,6 +104,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     const { req, res } = ex;
     const problem = problemOf(err);
     if (!problem || problem.status >= 500 || res.headersSent) logFailure(ex, err);
+    else if (problem.options.log) logs.error(`${problem.message} (${problem.status})`, { level: problem.options.log, client: clientPort(req), collapse: true });
     if (res.headersSent) return void res.destroy();
     if (problem) {
       const { headers, body } = renderProblem(problem, ex.suffix ?? negotiateErrorFormat(req.headers.accept), { templates, base, user: ex.viewer });
@@ -110,13 +112,16 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       return sendBody(ex, problem.status, headers, body);
     }
     // In production a 500 delivers no content; display_errors shows PHP's error page.
-    if (config.displayErrors) return sendBody(ex, 500, { 'content-type': mediaTypes.html, 'cache-control': 'no-store' }, renderErrorPage(err, req, projectRoot));
+    if (config.displayErrors) {
+      const headers = { 'content-type': mediaTypes.html, 'cache-control': 'no-store', 'content-security-policy': errorPagePolicy };
+      return sendBody(ex, 500, headers, renderErrorPage(err, req, projectRoot));
+    }
     sendEmpty(ex, 500, { 'cache-control': 'no-store' });
   }
 
   function logFailure(ex: Exchange, err: unknown): void {
     const message = err instanceof UpstreamError ? err.logMessage : describeError(err, projectRoot);
-    logs.error(message, { client: clientPort(ex.req), referer: ex.req.headers.referer });
+    logs.error(message, { client: clientPort(ex.req), referer: ex.req.headers.referer, collapse: true });
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {

@@ -1,6 +1,7 @@
-// The login page: GET /login shows the form (with a CSRF token, so no other site can log a
-// browser into an account of its choosing); POST /login checks the user name and password,
-// starts a session under a new id and sends the browser back where it came from.
+// The login page: GET /login shows the form (with a signed token in a cookie and in the form, so
+// no other site can log a browser into an account of its choosing, and no session row is made for
+// someone who only looks); POST /login checks the user name and password, starts a session and
+// sends the browser back where it came from.
 import type { Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
 import { Redirect } from '../lib/page/index.ts';
 
@@ -24,7 +25,7 @@ export async function GET(req: ScriptRequest): Promise<Document<LoginPage>> {
   }
   const expired = await req.session.expired();
   const message = expired ? 'Your session has expired; please log in again.' : req.query.has('logged_out') ? 'You have logged out.' : null;
-  return page({ user: null, csrfToken: await req.session.csrfToken(), back, username: '', message });
+  return page({ user: null, csrfToken: await req.session.loginToken(), back, username: '', message });
 }
 
 export async function POST(req: ScriptRequest): Promise<Document<LoginPage>> {
@@ -33,17 +34,19 @@ export async function POST(req: ScriptRequest): Promise<Document<LoginPage>> {
   const password = fields.get('password') ?? '';
   const back = localPath(fields.get('back'));
 
-  if (!(await req.session.checkCsrf(fields.get('csrf_token')))) {
+  // The login form's token; or, logging in as someone else, the live session's CSRF token.
+  const token = fields.get('csrf_token');
+  if (!(await req.session.checkLoginToken(token)) && !(await req.session.checkCsrf(token))) {
     // A stale or missing token: the form may have waited past the time-out, or came from elsewhere.
     const message = 'The login form has expired or did not come from this site; please log in again.';
-    return page({ user: null, csrfToken: await req.session.csrfToken(), back, username, message }, 403);
+    return page({ user: null, csrfToken: await req.session.loginToken(), back, username, message }, 403);
   }
   if (username.trim() === '' || password === '') {
-    return page({ user: null, csrfToken: await req.session.csrfToken(), back, username, message: 'Enter your user name and your password.' }, 422);
+    return page({ user: null, csrfToken: await req.session.loginToken(), back, username, message: 'Enter your user name and your password.' }, 422);
   }
   // The same answer, after the same time, for an unknown user and a wrong password.
   const account = await req.authenticate(username, password);
-  if (!account) return page({ user: null, csrfToken: await req.session.csrfToken(), back, username, message: failedMessage }, 403);
+  if (!account) return page({ user: null, csrfToken: await req.session.loginToken(), back, username, message: failedMessage }, 403);
 
   await req.session.start(account);
   throw new Redirect(back ?? `/entlehnte/${account.id}`, 303);

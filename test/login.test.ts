@@ -4,7 +4,7 @@
 // or set the session.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -22,6 +22,7 @@ after(() => server.close());
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const cookiePattern = /^portfolio_session=([A-Za-z0-9_-]{43}); Path=\/; HttpOnly; SameSite=Lax$/;
+const loginCookiePattern = /^portfolio_login=([0-9]+\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}); Max-Age=1800; Path=\/; HttpOnly; SameSite=Lax$/;
 
 async function sessionRow(cookie: string): Promise<{ account_id: number | null } | null> {
   const [row] = await server.db.query<{ account_id: number | null }>(
@@ -32,17 +33,23 @@ async function sessionRow(cookie: string): Promise<{ account_id: number | null }
 }
 
 describe('the login form', () => {
-  test('starts an anonymous session for its CSRF token, in an HttpOnly, SameSite=Lax cookie', async () => {
+  test('signs its token into an HttpOnly, SameSite=Lax cookie and the form, and stores no session', async () => {
+    const sessionsBefore = await server.db.query('SELECT id FROM session');
     const res = await fetch(`${server.origin}/login`);
     assert.equal(res.status, 200);
-    assert.match(res.headers.get('set-cookie') ?? '', cookiePattern);
+    const cookie = loginCookiePattern.exec(res.headers.get('set-cookie') ?? '');
+    assert.ok(cookie, res.headers.get('set-cookie') ?? 'no Set-Cookie');
     assert.equal(res.headers.get('cache-control'), 'private, no-store');
     const html = await res.text();
-    const token = /<input type="hidden" name="csrf_token" value="([A-Za-z0-9_-]{43})">/.exec(html)?.[1];
-    assert.ok(token, html);
+    const token = /<input type="hidden" name="csrf_token" value="([0-9A-Za-z._-]+)">/.exec(html)?.[1];
+    assert.equal(token, cookie[1]);
     assert.match(html, /<input id="username" name="username" type="text" autocomplete="username"/);
     assert.match(html, /<input id="password" name="password" type="password" autocomplete="current-password"/);
-    assert.deepEqual(await sessionRow(cookieOf(res) as string), { account_id: null });
+    assert.deepEqual(await server.db.query('SELECT id FROM session'), sessionsBefore);
+    // The same visitor keeps the token while it holds, so two tabs of the form both work.
+    const again = await fetch(`${server.origin}/login`, { headers: { cookie: `portfolio_login=${cookie[1]}` } });
+    assert.equal(again.headers.get('set-cookie'), null);
+    assert.match(await again.text(), new RegExp(`name="csrf_token" value="${(cookie[1] as string).replace(/\./g, '\\.')}"`));
   });
 
   test('keeps the way back when it is a path on this site', async () => {
@@ -58,7 +65,7 @@ describe('the login form', () => {
     const secure = await startTestServer({ BASE_URL: 'https://portfolio.example.org' });
     try {
       const res = await fetch(`${secure.origin}/login`);
-      assert.match(res.headers.get('set-cookie') ?? '', /^portfolio_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+      assert.match(res.headers.get('set-cookie') ?? '', /^portfolio_login=[0-9A-Za-z._-]+; Max-Age=1800; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
     } finally {
       await secure.close();
     }
@@ -92,7 +99,7 @@ describe('logging in', () => {
     const cookie = cookieOf(res) as string;
     assert.match(res.headers.get('set-cookie') ?? '', cookiePattern);
     assert.notEqual(tokenOf(cookie), tokenOf(form.cookie));
-    assert.equal(await sessionRow(form.cookie), null, 'the anonymous session is gone');
+    assert.equal(await sessionRow(form.cookie), null, 'the login token is no session');
     assert.equal((await sessionRow(cookie))?.account_id, demo.mmuster.id);
   });
 
@@ -207,19 +214,31 @@ describe('a failed login', () => {
 });
 
 describe('what the login form refuses', () => {
-  test('a POST without the session\'s CSRF token: 403, a fresh form, nothing started and nothing logged', async () => {
+  test('a POST without the form\'s token and its cookie: 403, a fresh form, nothing started and nothing logged', async () => {
     const before = server.errorLog();
+    const sessionsBefore = await server.db.query('SELECT id FROM session');
     const form = await openLoginForm(server.origin);
+    const other = await openLoginForm(server.origin);
+    const [issued, nonce] = form.csrfToken.split('.') as [string, string];
+    const forged = `${issued}.${nonce}.${'A'.repeat(43)}`;
+    // Signed as the server signs, with the site's secret, but issued 31 minutes ago (the idle time is 30).
+    const [{ secret }] = await server.db.query<{ secret: string }>('SELECT secret FROM site_secret') as [{ secret: string }];
+    const oldIssued = String(Number(issued) - 31 * 60);
+    const old = `${oldIssued}.${nonce}.${createHmac('sha256', Buffer.from(secret, 'base64url')).update(`login.${oldIssued}.${nonce}`).digest('base64url')}`;
     for (const [fields, headers] of [
       [{ username: 'mmuster', password: demo.mmuster.password }, { cookie: form.cookie }],
       [{ username: 'mmuster', password: demo.mmuster.password, csrf_token: 'x'.repeat(43) }, { cookie: form.cookie }],
       [{ username: 'mmuster', password: demo.mmuster.password, csrf_token: form.csrfToken }, {}],
+      // Another visitor's valid token with this visitor's cookie, a signature made up, a token past its time.
+      [{ username: 'mmuster', password: demo.mmuster.password, csrf_token: other.csrfToken }, { cookie: form.cookie }],
+      [{ username: 'mmuster', password: demo.mmuster.password, csrf_token: forged }, { cookie: `portfolio_login=${forged}` }],
+      [{ username: 'mmuster', password: demo.mmuster.password, csrf_token: old }, { cookie: `portfolio_login=${old}` }],
     ] as [Record<string, string>, Record<string, string>][]) {
       const res = await postForm(server.origin, '/login', fields, headers);
-      assert.equal(res.status, 403);
+      assert.equal(res.status, 403, JSON.stringify(fields));
       assert.match(await res.text(), /The login form has expired or did not come from this site; please log in again\./);
     }
-    assert.equal((await sessionRow(form.cookie))?.account_id, null);
+    assert.deepEqual(await server.db.query('SELECT id FROM session'), sessionsBefore);
     assert.equal(server.errorLog(), before);
   });
 
@@ -298,7 +317,7 @@ describe('time-outs', () => {
       assert.equal((await fetch(`${other.origin}/entlehnte/2.json`, { headers: { cookie: stale } })).status, 403);
       const login = await fetch(`${other.origin}/login`, { headers: { cookie: stale } });
       assert.match(await login.text(), /<p class="notice" role="status">Your session has expired; please log in again\.<\/p>/);
-      assert.notEqual(cookieOf(login), stale, 'a new anonymous session replaces the expired one');
+      assert.notEqual(cookieOf(login), stale, 'the form comes with a login token, not with the expired session');
     } finally {
       await other.close();
     }

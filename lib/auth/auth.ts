@@ -6,6 +6,7 @@ import type { Exchange, Target } from '../http/index.ts';
 import { clientAddress, clientPort } from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
 import { LoginThrottle } from './login-throttle.ts';
+import { LoginTokens, siteSecret } from './login-token.ts';
 import { RequestAuth } from './request-auth.ts';
 import { Requester } from './requester.ts';
 import { SessionStore } from './session.ts';
@@ -17,7 +18,12 @@ export class Auth {
   private readonly throttle: LoginThrottle;
   private readonly sweep: NodeJS.Timeout;
 
-  constructor(private readonly db: Db, config: Config, private readonly logs: Logs) {
+  /** The sessions and the throttle on db, with the site's secret for the login form's tokens. */
+  static async open(db: Db, config: Config, logs: Logs): Promise<Auth> {
+    return new Auth(db, config, logs, new LoginTokens(await siteSecret(db), config.sessionIdleMinutes * 60));
+  }
+
+  private constructor(private readonly db: Db, config: Config, private readonly logs: Logs, private readonly loginTokens: LoginTokens) {
     this.sessions = new SessionStore(db, { idleMinutes: config.sessionIdleMinutes, maxHours: config.sessionMaxHours });
     this.throttle = new LoginThrottle({ db });
     this.sweep = setInterval(() => {
@@ -30,7 +36,7 @@ export class Auth {
   requester(ex: Exchange, target: Target): Requester {
     const { req } = ex;
     return new Requester(() => new RequestAuth({
-      req, db: this.db, sessions: this.sessions,
+      req, db: this.db, sessions: this.sessions, loginTokens: this.loginTokens,
       cookie: { path: target.basePath + '/', secure: target.secure },
       gate: this.throttle.gate(clientAddress(req), (message) => this.logs.error(message, { client: clientPort(req) })),
       onFailure: (user, reason) => this.logs.authFailure({ client: clientPort(req), user, uri: target.path, reason, referer: req.headers.referer }),

@@ -9,8 +9,9 @@ import { HttpError } from '../http/index.ts';
 import type { Account } from './accounts.ts';
 import { checkCredentials } from './accounts.ts';
 import type { LoginGate } from './login-throttle.ts';
+import type { LoginTokens } from './login-token.ts';
 import type { CookieOptions, LiveSession, SessionStore } from './session.ts';
-import { csrfMatches, formatClearedCookie, formatSessionCookie, sessionCookie } from './session.ts';
+import { csrfMatches, formatClearedCookie, formatLoginCookie, formatSessionCookie, loginCookie, sessionCookie } from './session.ts';
 
 /** The requester, and how they proved it. */
 export interface Identity extends Account {
@@ -21,10 +22,14 @@ export interface Identity extends Account {
 export interface SessionControl {
   /** Whether the request carried a session cookie that names no live session: it timed out. */
   expired(): Promise<boolean>;
-  /** The live session's CSRF token; starts an anonymous session when there is none (login form). */
+  /** The live session's CSRF token; only a page for someone logged in asks. */
   csrfToken(): Promise<string>;
   /** Whether token is the live session's CSRF token. */
   checkCsrf(token: string | null): Promise<boolean>;
+  /** The login form's token, in a signed cookie: no session row for anyone who only looks (login-token.ts). */
+  loginToken(): Promise<string>;
+  /** Whether the login form sent the token of its cookie. */
+  checkLoginToken(token: string | null): Promise<boolean>;
   /** Logs the account in: a new session under a new id replaces the current one. */
   start(account: Account): Promise<void>;
   /** Ends the current session and clears the cookie. */
@@ -40,6 +45,8 @@ interface AuthOptions {
   cookie: CookieOptions;
   /** Writes the error-log line fail2ban counts. */
   onFailure: (user: string, reason: FailureReason) => void;
+  /** Signs and checks the login form's token. */
+  loginTokens: LoginTokens;
   /** Counts the attempts of this client (login-throttle.ts); 429 when there were too many. */
   gate?: LoginGate;
 }
@@ -64,8 +71,10 @@ export class RequestAuth {
     this.options = options;
     this.session = {
       expired: async () => (await this.read()).expired,
-      csrfToken: async () => (await this.openSession()).csrfToken,
+      csrfToken: async () => (await this.liveSession()).csrfToken,
       checkCsrf: async (token) => csrfMatches((await this.read()).session, token),
+      loginToken: async () => this.loginToken(),
+      checkLoginToken: async (token) => this.options.loginTokens.matches(this.cookie(loginCookie), token),
       start: (account) => this.startSession(account),
       end: () => this.endSession(),
     };
@@ -116,20 +125,33 @@ export class RequestAuth {
       const account = await this.authenticate(credentials.username, credentials.password);
       return { identity: account && { ...account, via: 'basic' }, session: null, expired: false };
     }
-    const token = req.headers.cookie ? parseCookie(req.headers.cookie)[sessionCookie] : undefined;
+    const token = this.cookie(sessionCookie);
     if (token === undefined) return { identity: null, session: null, expired: false };
     const session = await sessions.find(token);
     const identity = session?.account ? { ...session.account, via: 'session' as const } : null;
     return { identity, session, expired: session === null };
   }
 
-  private async openSession(): Promise<LiveSession> {
-    const state = await this.read();
-    if (state.session) return state.session;
-    const session = await this.options.sessions.create(null);
-    this.cookies.push(formatSessionCookie(session.token, this.options.cookie));
-    this.state = Promise.resolve({ ...state, session });
+  private async liveSession(): Promise<LiveSession> {
+    const { session } = await this.read();
+    if (!session) throw new Error('A CSRF token belongs to a live session, and this request has none; the login form has loginToken().');
     return session;
+  }
+
+  /** The token of the login cookie when it still holds, else a new one in a new cookie. */
+  private loginToken(): string {
+    this.used = true;
+    const { loginTokens, cookie } = this.options;
+    const current = this.cookie(loginCookie);
+    if (loginTokens.isValid(current)) return current;
+    const token = loginTokens.issue();
+    this.cookies.push(formatLoginCookie(token, loginTokens.maxAge, cookie));
+    return token;
+  }
+
+  private cookie(name: string): string | undefined {
+    const header = this.options.req.headers.cookie;
+    return header ? parseCookie(header)[name] : undefined;
   }
 
   private async startSession(account: Account): Promise<void> {

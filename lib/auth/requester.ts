@@ -18,6 +18,8 @@ export class Requester {
       expired: () => this.get().session.expired(),
       csrfToken: () => this.get().session.csrfToken(),
       checkCsrf: (token) => this.get().session.checkCsrf(token),
+      loginToken: () => this.get().session.loginToken(),
+      checkLoginToken: (token) => this.get().session.checkLoginToken(token),
       start: (account) => this.get().session.start(account),
       end: () => this.get().session.end(),
     };

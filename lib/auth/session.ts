@@ -116,6 +116,13 @@ export function formatSessionCookie(token: string, options: CookieOptions): stri
   return stringifySetCookie(sessionCookie, token, { httpOnly: true, sameSite: 'lax', path: options.path, secure: options.secure });
 }
 
+/** The login form's token (login-token.ts): HttpOnly like the session's, and gone with the idle time. */
+export const loginCookie = 'portfolio_login';
+
+export function formatLoginCookie(token: string, maxAgeSeconds: number, options: CookieOptions): string {
+  return stringifySetCookie(loginCookie, token, { httpOnly: true, sameSite: 'lax', path: options.path, secure: options.secure, maxAge: maxAgeSeconds });
+}
+
 export function formatClearedCookie(options: CookieOptions): string {
   return stringifySetCookie(sessionCookie, '', {
     httpOnly: true, sameSite: 'lax', path: options.path, secure: options.secure, maxAge: 0, expires: new Date(0),

@@ -1,4 +1,5 @@
 // The embedded PostgreSQL (PGlite): one connection in this process, in ./data or in memory.
+import { lockDataDir, restrictDataDir } from './data-dir.ts';
 import type { Db } from './db.ts';
 import { classifyError } from './db.ts';
 
@@ -14,8 +15,16 @@ export async function openPglite(options: PgliteOptions): Promise<Db> {
     import('@electric-sql/pglite'),
     import('@electric-sql/pglite/contrib/pg_trgm'),
   ]);
-  const lite = new PGlite(options.dataDir ?? 'memory://', { extensions: { pg_trgm } });
-  await lite.waitReady;
+  const { dataDir } = options;
+  const unlock = dataDir === null ? () => {} : lockDataDir(dataDir);
+  const lite = new PGlite(dataDir ?? 'memory://', { extensions: { pg_trgm } });
+  try {
+    await lite.waitReady;
+    if (dataDir !== null) restrictDataDir(dataDir);
+  } catch (err) {
+    unlock();
+    throw err;
+  }
   // PGlite runs one connection; its own transaction() queues other queries until it ends.
   return {
     kind: 'pglite',
@@ -32,6 +41,14 @@ export async function openPglite(options: PgliteOptions): Promise<Db> {
         (await tx.query<R>(sql, params as unknown[] | undefined)).rows,
       exec: async (sql) => { await tx.exec(sql); },
     })).catch((err: unknown) => { throw classifyError(err); }),
-    close: () => lite.close(),
+    close: async () => {
+      try {
+        await lite.close();
+        // Files PGlite made while it ran are 0666 (inside a 0700 folder); they are the owner's alone again.
+        if (dataDir !== null) restrictDataDir(dataDir);
+      } finally {
+        unlock();
+      }
+    },
   };
 }

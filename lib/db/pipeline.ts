@@ -25,7 +25,7 @@ interface Pipe {
   broken: boolean;
   /** Statements waiting for the connection to open. */
   waiting: number;
-  /** The watchdog's ticks at which the statements now on the wire were sent, oldest first. */
+  /** The watchdog's ticks from which the statements now on the wire are watched, in the order sent. */
   sent: number[];
   /** Writes wait until the end of this turn of the event loop (setImmediate). */
   corked: boolean;
@@ -46,6 +46,8 @@ export class Pipelines {
   constructor(private readonly options: PipelineOptions, private readonly watchdog: ReadWatchdog) {}
 
   async query<R>(config: pg.QueryConfig): Promise<R[]> {
+    // The wait for a connection to open counts as the statement's own time (ReadWatchdog.query).
+    const since = this.watchdog.now;
     const pipe = this.pick();
     if (!pipe.connected) {
       pipe.waiting++;
@@ -56,7 +58,7 @@ export class Pipelines {
       }
     }
     try {
-      return (await this.send(pipe, config)).rows as R[];
+      return (await this.send(pipe, config, since)).rows as R[];
     } catch (err) {
       const failure = classifyError(readFailure(pipe.client, err));
       if (failure instanceof DbUnavailableError) this.discard(pipe, 'destroy');
@@ -114,16 +116,16 @@ export class Pipelines {
     return pipe;
   }
 
-  private send(pipe: Pipe, config: pg.QueryConfig): Promise<pg.QueryResult> {
+  private send(pipe: Pipe, config: pg.QueryConfig, since: number): Promise<pg.QueryResult> {
     const { client } = pipe;
-    pipe.sent.push(this.watchdog.now);
-    client[started] = pipe.sent[0] as number;
+    pipe.sent.push(since);
+    client[started] = oldest(pipe.sent);
     this.cork(pipe);
     return new Promise((resolve, reject) => {
       client.query(config, (err: Error | null, result: pg.QueryResult) => {
         // Answers come in the order the statements were sent; a failed connection fails them all.
         pipe.sent.shift();
-        client[started] = pipe.sent[0] ?? 0;
+        client[started] = oldest(pipe.sent);
         if (err) reject(err);
         else resolve(result);
       });
@@ -147,4 +149,11 @@ export class Pipelines {
     this.watchdog.forget(pipe.client);
     if (how === 'destroy') (pipe.client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
   }
+}
+
+/** The earliest tick of the statements on the wire (those that waited for the connection may be earlier than ones sent before them); 0 for none. */
+function oldest(ticks: readonly number[]): number {
+  let least = ticks[0] ?? 0;
+  for (const tick of ticks) if (tick < least) least = tick;
+  return least;
 }

@@ -51,8 +51,9 @@ export function openPostgres(options: PostgresOptions): Db {
     let client: pg.PoolClient | undefined;
     let broken = false;
     try {
+      const since = watchdog.now;
       client = await pool.connect();
-      return (await watchdog.query(client, config)).rows as R[];
+      return (await watchdog.query(client, config, since)).rows as R[];
     } catch (err) {
       const failure = classifyError(err);
       // A statement the server refused leaves the connection ready for the next one.
@@ -96,13 +97,15 @@ type Attempt<T> = { committed: true; result: T } | { committed: false; result: T
  * have committed or not (the server may read it after the client gave up): the attempt says so.
  */
 async function attemptTransaction<T>(pool: pg.Pool, watchdog: ReadWatchdog, fn: (tx: Queryable) => Promise<T>): Promise<Attempt<T>> {
+  const since = watchdog.now;
   const client = await pool.connect();
-  const run = (config: pg.QueryConfig | string) => watchdog.query(client, config);
+  const run = (config: pg.QueryConfig | string, from?: number) => watchdog.query(client, config, from);
   // A connection whose server went away or stopped answering is not used again; when it ends,
   // the server rolls back whatever it had not committed.
   let broken = false;
   try {
-    const [, marked] = (await run(beginWithMark)) as unknown as [pg.QueryResult, pg.QueryResult<CommitMark>];
+    // BEGIN's time counts from the request for the connection, as a single statement's does.
+    const [, marked] = (await run(beginWithMark, since)) as unknown as [pg.QueryResult, pg.QueryResult<CommitMark>];
     const mark = marked.rows[0] as CommitMark;
     let result: T;
     try {

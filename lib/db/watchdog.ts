@@ -51,9 +51,14 @@ export class ReadWatchdog {
     this.clients.delete(client);
   }
 
-  async query(client: pg.PoolClient, config: pg.QueryConfig | string): Promise<pg.QueryResult> {
+  /**
+   * Runs a statement, watched from `since` (a tick of this clock): the time a statement waited
+   * for its connection counts as its own, so waiting in the pool and then getting no answer
+   * fails as soon as not getting an answer alone would.
+   */
+  async query(client: pg.PoolClient, config: pg.QueryConfig | string, since = this.tick): Promise<pg.QueryResult> {
     const watched = client as WatchedClient;
-    watched[started] = this.tick;
+    watched[started] = since;
     try {
       // The callback form: with pg's promise form, every statement's objects outlived the young
       // generation under load (docs/performance.md).

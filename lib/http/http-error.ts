@@ -13,6 +13,8 @@ interface HttpErrorOptions {
   login?: string;
   /** For 422 and 409: one message per field, listed as `errors` in problem details. */
   errors?: readonly FieldError[];
+  /** A refusal the error log should see too, at this level: the shape of an attack, not a typo. */
+  log?: 'warn';
   cause?: unknown;
 }
 

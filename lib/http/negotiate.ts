@@ -110,11 +110,28 @@ export function takeSuffix(path: string): [string, Format | null] {
 const remembered = new Map<string, Format | null>();
 const rememberLimit = 200;
 
+// Browsers send about 100 characters and five ranges. Ranking costs the product of ranges and
+// offered types, twice, so a crafted header of 16 KiB cost milliseconds; beyond these bounds the
+// header is refused before it is parsed (docs/interface.md, Representations).
+const maxAcceptLength = 1024;
+const maxAcceptRanges = 32;
+
+/** Whether an Accept header is small enough to rank; a refused one is answered 400 (and HTML). */
+function isRankable(accept: string): boolean {
+  if (accept.length > maxAcceptLength) return false;
+  let commas = 0;
+  for (let i = accept.indexOf(','); i !== -1; i = accept.indexOf(',', i + 1)) commas++;
+  return commas < maxAcceptRanges;
+}
+
 /** The format the Accept header prefers, or null when none is acceptable (406). */
 function negotiateFormat(accept: string | undefined): Format | null {
   if (accept === undefined || accept === '' || accept === '*/*') return 'html';
   const known = remembered.get(accept);
   if (known !== undefined) return known;
+  if (!isRankable(accept)) {
+    throw new HttpError(400, `The Accept header is longer than ${maxAcceptLength} characters or has more than ${maxAcceptRanges} media ranges; send the types you accept, such as application/json.`);
+  }
   const best = rankMediaTypes(accept, offered)[0];
   const format = best === undefined ? null : formatOf[best] ?? null;
   if (remembered.size >= rememberLimit) remembered.clear();
@@ -135,7 +152,7 @@ const errorFormatOf: Record<string, Format> = {
 
 /** The format for an error body; HTML when the client accepts nothing we have. */
 export function negotiateErrorFormat(accept: string | undefined): Format {
-  if (!accept) return 'html';
+  if (!accept || !isRankable(accept)) return 'html';
   const best = rankMediaTypes(accept, errorOffered)[0];
   return (best && errorFormatOf[best]) || 'html';
 }

@@ -54,10 +54,26 @@ export function notModifiedHeaders(headers: Record<string, string>): Record<stri
   return kept;
 }
 
+/**
+ * Sent with every response the server writes, errors and files included; a response may bring
+ * its own Content-Security-Policy (the display_errors page, whose style is inline).
+ */
+export const securityHeaders: Readonly<Record<string, string>> = {
+  'content-security-policy': "default-src 'self'; img-src 'self' https: http: data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'same-origin',
+};
+
+function withSecurity(headers: OutgoingHttpHeaders): OutgoingHttpHeaders {
+  const all = { ...headers };
+  for (const name of Object.keys(securityHeaders)) all[name] ??= securityHeaders[name];
+  return all;
+}
+
 export function sendBody(ex: Exchange, status: number, headers: OutgoingHttpHeaders, body: string | Buffer): void {
   const { req, res } = ex;
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-  res.writeHead(status, { ...headers, 'content-length': length });
+  res.writeHead(status, { ...withSecurity(headers), 'content-length': length });
   if (req.method === 'HEAD' || status === 204 || status === 304) {
     res.end();
     return;
@@ -67,7 +83,8 @@ export function sendBody(ex: Exchange, status: number, headers: OutgoingHttpHead
 }
 
 export function sendEmpty(ex: Exchange, status: number, headers: OutgoingHttpHeaders = {}): void {
-  ex.res.writeHead(status, status === 204 || status === 304 ? headers : { ...headers, 'content-length': 0 });
+  const all = withSecurity(headers);
+  ex.res.writeHead(status, status === 204 || status === 304 ? all : { ...all, 'content-length': 0 });
   ex.res.end();
 }
 

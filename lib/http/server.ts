@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import net from 'node:net';
 import type { Socket } from 'node:net';
 import type { AccessEntry } from '../log/index.ts';
+import { securityHeaders } from './respond.ts';
 
 export interface ServerLimits {
   /** All headers must arrive within this time, or 408 (slowloris). */
@@ -94,6 +95,8 @@ export function lingerAfterAnswer(req: IncomingMessage): void {
   };
 }
 
+const securityLines = Object.entries(securityHeaders).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+
 /**
  * What node's default clientError handler does, plus the access-log line Apache writes for a
  * request it refuses: the request line as received, escaped, with the status.
@@ -112,7 +115,7 @@ function answerClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, 
   const requestLine = requestLineOf(err.rawPacket);
   const status = statusOf(err.code, err.rawPacket);
   const reason = http.STATUS_CODES[status] ?? 'Bad Request';
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n${securityLines}\r\n`);
   socket.destroySoon();
   logAccess({
     remoteAddr: socket.remoteAddress?.replace(/^::ffff:/, '') ?? '-', user: null, time: new Date(),

@@ -92,8 +92,10 @@ function originOf(req: IncomingMessage, config: Config): string {
   if (!config.allowedHosts.includes(host) && !config.allowedHosts.includes(name)) {
     throw new HttpError(400, `The host ${host.slice(0, 100)} is not served here; add it to ALLOWED_HOSTS or set BASE_URL.`);
   }
-  if (!/^[a-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9a-f:.]+\](:[0-9]{1,5})?$/.test(host)) {
-    throw new HttpError(400, 'The Host header is malformed.');
+  const port = /^(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::([0-9]{1,5}))?$/.exec(host);
+  if (!port) throw new HttpError(400, 'The Host header is malformed.');
+  if (port[1] !== undefined && (Number(port[1]) < 1 || Number(port[1]) > 65535)) {
+    throw new HttpError(400, `The Host header names port ${port[1]}, which no server listens on; use a port from 1 to 65535.`);
   }
   return `${isEncrypted(req) ? 'https' : 'http'}://${host}`;
 }

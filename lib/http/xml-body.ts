@@ -32,17 +32,38 @@ export function parseXmlBody(text: string): { root: string; value: XmlElement } 
   }
   const declared = /^\s*<\?xml[^>]*encoding\s*=\s*["']([^"']+)["']/.exec(text)?.[1];
   if (declared && !/^utf-?8$/i.test(declared)) throw new HttpError(415, `Send the XML body in UTF-8, not ${declared.slice(0, 40)}.`);
-  const tree = parser.parse(text) as Record<string, XmlElement>;
+  let tree: Record<string, XmlElement>;
+  try {
+    tree = parser.parse(text) as Record<string, XmlElement>;
+  } catch (err) {
+    throw refusal(err);
+  }
   const roots = Object.keys(tree);
   const root = roots[0] as string;
   if (roots.length !== 1 || Array.isArray(tree[root])) throw new HttpError(400, 'The XML body must have exactly one root element.');
   return { root, value: decodeTree(tree[root] as XmlElement) };
 }
 
+/**
+ * What the parser refuses in a well-formed document: a name that would reach an object's
+ * prototype (__proto__, constructor) or nesting deeper than 100. An attack's shape: 400, and a
+ * line in the error log.
+ */
+function refusal(err: unknown): HttpError {
+  const message = err instanceof Error ? err.message : String(err);
+  const name = /Invalid name: "([^"]{0,40})/.exec(message)?.[1];
+  if (name !== undefined) {
+    return new HttpError(400, `The XML body uses the name "${name}", which is not accepted; rename the element or attribute.`, { log: 'warn' });
+  }
+  if (/nested/i.test(message)) return new HttpError(400, 'The XML body nests elements more than 100 deep; send a flatter document.', { log: 'warn' });
+  return new HttpError(400, `The XML body cannot be read: ${message.slice(0, 200)}`, { log: 'warn' });
+}
+
 function decodeTree(node: XmlElement): XmlElement {
   if (typeof node === 'string') return decodeEntities(node);
   if (Array.isArray(node)) return node.map(decodeTree) as unknown as XmlElement;
-  const copy: Record<string, XmlElement> = {};
+  // No prototype: no name in a body can reach Object.prototype's members.
+  const copy: Record<string, XmlElement> = Object.create(null);
   for (const [key, value] of Object.entries(node)) copy[key] = decodeTree(value as XmlElement);
   return copy;
 }

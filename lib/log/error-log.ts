@@ -56,6 +56,14 @@ export function formatAuthFailure(failure: AuthFailure): string {
   });
 }
 
+/**
+ * A request for a file that is not there, in the words of Apache's core (AH00128), so that
+ * fail2ban's stock apache-noscript filter sees scanners probing for .php and other scripts.
+ */
+export function formatMissingFile(missing: { time: Date; pid: number; client: string; file: string }): string {
+  return formatErrorLine({ time: missing.time, module: 'core', level: 'info', pid: missing.pid, client: missing.client, message: `AH00128: File does not exist: ${missing.file}` });
+}
+
 /** `Sat Nov 21 10:15:42.123456 2026`: ctime with microseconds, local time, as ErrorLogFormat's %t. */
 function formatErrorTime(time: Date): string {
   const micros = String(time.getMilliseconds() * 1000).padStart(6, '0');

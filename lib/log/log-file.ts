@@ -108,11 +108,12 @@ export class LogFile {
 
   #openFile(): NodeJS.WritableStream {
     try {
-      mkdirSync(path.dirname(this.#target), { recursive: true });
+      mkdirSync(path.dirname(this.#target), { recursive: true, mode: 0o750 });
     } catch {
       // Opening the file fails next and is reported, with the folder to check.
     }
-    const out = createWriteStream(this.#target, { flags: 'a' });
+    // Readable by the owner and the group (adm, for logrotate and log readers), never by everyone.
+    const out = createWriteStream(this.#target, { flags: 'a', mode: 0o640 });
     out.on('error', (err) => {
       if (out === this.#out) this.#failedAt = Date.now();
       this.#report(err);

@@ -49,7 +49,9 @@ export async function deleteWerk(db: Db, change: WerkChange & { id: number }): P
       'SELECT a.username FROM loan l JOIN account a ON a.id = l.account_id WHERE l.werk_id = $1 AND l.returned_at IS NULL',
       [change.id],
     );
-    if (loan) throw new HttpError(409, `The work was not deleted: it is on loan to ${loan.username}; a librarian records the return first.`);
+    // Who borrowed it is the borrower's and the librarians' business, not the owner's.
+    if (loan && change.requester.role === 'librarian') throw new HttpError(409, `The work was not deleted: it is on loan to ${loan.username}; record its return first.`);
+    if (loan) throw new HttpError(409, 'The work was not deleted: it is on loan; a librarian records the return first.');
     await buryWerk(tx, change.id);
     await tx.query('DELETE FROM werk WHERE id = $1', [change.id]);
     return werk.slug;

@@ -1,6 +1,6 @@
 // Sends what a script produced: a redirect, 204, or its rendered document with the headers a
 // representation carries (type, ETag, caching, links to the canonical URL and the alternates,
-// Vary when negotiated, the HTML pages' security headers) and 304 for a matching If-None-Match.
+// Vary when negotiated) and 304 for a matching If-None-Match.
 import type { Alternate, Exchange, Format, Target } from '../http/index.ts';
 import { locate, matchesEtag, mediaTypes, NoContent, notModifiedHeaders, Redirect, sendBody, sendEmpty } from '../http/index.ts';
 import type { Document } from '../page/index.ts';
@@ -26,10 +26,6 @@ interface Answer {
 const publicCacheControl = 'public, no-cache';
 // Pages that read the session differ per requester: never stored, never revalidated by ETag.
 const privateCacheControl = 'private, no-store';
-const htmlSecurity = {
-  'content-security-policy': "default-src 'self'; img-src 'self' https: http: data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'",
-  'referrer-policy': 'same-origin',
-};
 
 export function respond(ex: Exchange, produced: Produced, answer: Answer): void {
   const { format, target } = answer;
@@ -45,11 +41,9 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
     etag,
     'cache-control': doc.private ? privateCacheControl : publicCacheControl,
     link: [`<${target.link(doc.path)}>; rel="canonical"`, ...alternates.map((a) => `<${a.href}>; rel="alternate"; type="${a.type}"`)].join(', '),
-    'x-content-type-options': 'nosniff',
   };
   if (target.suffix === null) headers.vary = varyWithAccept(ex.res.getHeader('vary'));
   if (doc.location) headers.location = target.link(doc.location);
-  if (format === 'html') Object.assign(headers, htmlSecurity);
   const method = ex.req.method;
   if (answer.personal) {
     headers['cache-control'] = privateCacheControl;

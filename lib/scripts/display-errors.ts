@@ -1,6 +1,7 @@
 // The development error page (PHP's display_errors): error class, message, file:line,
 // the source around the line, the stack with the project's own frames first, and the
 // request with its secrets masked. Self-contained, so it works when templates are broken.
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import path from 'node:path';
@@ -8,6 +9,22 @@ import { escapeHtml } from '../render/index.ts';
 import { locateError, messageOf, parseStack, ScriptParseError } from './stack.ts';
 
 const maskedHeaders = new Set(['cookie', 'authorization', 'proxy-authorization', 'x-csrf-token']);
+
+const style = `
+body{font:15px/1.5 system-ui,sans-serif;margin:2rem;color:#222;background:#fff8f6}
+h1{color:#a40000;font-size:1.4rem;margin:0 0 .5rem}
+.message{font-size:1.1rem;white-space:pre-wrap}
+pre.excerpt{background:#fff;border:1px solid #e6c8c0;padding:.5rem 0;overflow:auto}
+pre.excerpt span{display:block;padding:0 .75rem}
+pre.excerpt span.here{background:#ffd9d0;font-weight:bold}
+ol.stack li.other{color:#777}
+table{border-collapse:collapse}th,td{text-align:left;padding:.1rem .6rem;border-bottom:1px solid #eee;vertical-align:top}
+td{word-break:break-all}
+`;
+
+/** The site's policy, with this page's inline style allowed by its hash. */
+export const errorPagePolicy = "default-src 'self'; img-src 'self' https: http: data:; " +
+  `style-src 'sha256-${createHash('sha256').update(style).digest('base64')}'; frame-ancestors 'none'; form-action 'self'`;
 
 export function renderErrorPage(err: unknown, req: IncomingMessage, root: string): string {
   const error = err instanceof Error ? err : new Error(String(err));
@@ -31,17 +48,7 @@ export function renderErrorPage(err: unknown, req: IncomingMessage, root: string
 <head>
 <meta charset="utf-8">
 <title>${escapeHtml(kind)}: ${escapeHtml(message.slice(0, 120))}</title>
-<style>
-body{font:15px/1.5 system-ui,sans-serif;margin:2rem;color:#222;background:#fff8f6}
-h1{color:#a40000;font-size:1.4rem;margin:0 0 .5rem}
-.message{font-size:1.1rem;white-space:pre-wrap}
-pre.excerpt{background:#fff;border:1px solid #e6c8c0;padding:.5rem 0;overflow:auto}
-pre.excerpt span{display:block;padding:0 .75rem}
-pre.excerpt span.here{background:#ffd9d0;font-weight:bold}
-ol.stack li.other{color:#777}
-table{border-collapse:collapse}th,td{text-align:left;padding:.1rem .6rem;border-bottom:1px solid #eee;vertical-align:top}
-td{word-break:break-all}
-</style>
+<style>${style}</style>
 </head>
 <body>
 <h1>${escapeHtml(kind)}</h1>

@@ -3,6 +3,6 @@
 // file and line in the TypeScript source, parse errors, display_errors.
 // May import: auth, db, http, log, page, render.
 export { ScriptLoader } from './loader.ts';
-export { renderErrorPage } from './display-errors.ts';
+export { errorPagePolicy, renderErrorPage } from './display-errors.ts';
 export { ScriptRunner } from './run.ts';
 export { describeError, ScriptParseError } from './stack.ts';

@@ -118,5 +118,5 @@ export class ScriptRunner {
 }
 
 function refusingSession(refuse: () => never): ScriptRequest['session'] {
-  return { expired: refuse, csrfToken: refuse, checkCsrf: refuse, start: refuse, end: refuse };
+  return { expired: refuse, csrfToken: refuse, checkCsrf: refuse, loginToken: refuse, checkLoginToken: refuse, start: refuse, end: refuse };
 }

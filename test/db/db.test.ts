@@ -78,6 +78,24 @@ test('a statement that gets no answer fails as unavailable once its time is up, 
   assert.notEqual(next, pid);
 });
 
+test('a statement that waited for its connection, then gets no answer, fails as soon as one that got none at once would', onPostgres, async () => {
+  const held = await holdTable('held_after_wait');
+  try {
+    // The pool's one connection, without the server's time-out: only the watchdog (1 s + 1 s) ends a wait.
+    await db.query("SELECT set_config('statement_timeout', '60000', false)");
+    const started = performance.now();
+    const busy = db.query('SELECT pg_sleep(1.5)');
+    const waiting = db.query('SELECT * FROM held_after_wait');
+    await busy;
+    await assert.rejects(waiting, (err: unknown) => err instanceof DbUnavailableError && /Query read timeout/.test(err.message));
+    // Its 2 s count from its request, the 1.5 s in the pool's queue included: not 1.5 s + 2 s.
+    const waited = performance.now() - started;
+    assert.ok(waited >= 2000 && waited < 3000, `gave up after ${Math.round(waited)} ms`);
+  } finally {
+    await held.release();
+  }
+});
+
 // Statements marked pipeline (QueryOptions) share two connections in pipeline mode.
 const pipelined = { pipeline: true };
 const pipelinePids = async () => new Set((await Promise.all(Array.from({ length: 8 }, () =>

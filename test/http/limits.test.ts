@@ -8,6 +8,10 @@ import { after, before, describe, test } from 'node:test';
 import type { TestServer } from '../helpers.ts';
 import { rawRequest, startTestServer, waitFor } from '../helpers.ts';
 
+// The security headers every answer carries, also the ones the HTTP parser's refusals get.
+const security = "content-security-policy: default-src 'self'; img-src 'self' https: http: data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'\r\n" +
+  'x-content-type-options: nosniff\r\nreferrer-policy: same-origin\r\n';
+
 const headersTimeoutMs = 1000;
 let server: TestServer;
 let port: number;
@@ -63,7 +67,7 @@ const statusLine = (received: string) => received.slice(0, received.indexOf('\r\
 describe('slow clients', () => {
   test('headers sent one line every 200 ms are cut off with 408 once headersTimeout has passed', async () => {
     const result = await exchange('GET /personen HTTP/1.1\r\nHost: 127.0.0.1\r\n', { feed: () => 'X-Slow: 1\r\n', intervalMs: 200 });
-    assert.equal(result.received, 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    assert.equal(result.received, `HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n${security}\r\n`);
     // Node checks the time-out once a second, so the cut comes between one and two time-outs.
     assert.ok(result.closedAfterMs >= headersTimeoutMs && result.closedAfterMs < headersTimeoutMs + 1500, `${result.closedAfterMs} ms`);
     const log = await waitFor(server.accessLog, (text) => text.includes('" 408 '));
@@ -118,7 +122,7 @@ describe('oversized input', () => {
 
   test('headers over 16 KiB are 431, logged with the request line', async () => {
     const result = await exchange(`GET /personen?big=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'b'.repeat(20_000)}\r\n\r\n`);
-    assert.equal(result.received, 'HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    assert.equal(result.received, `HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n${security}\r\n`);
     const log = await waitFor(server.accessLog, (text) => text.includes('big=1'));
     assert.match(log, /"GET \/personen\?big=1 HTTP\/1\.1" 431 - "-" "-"/);
   });
