@@ -48,7 +48,7 @@ export function createHttpServer(app: Served, limits: Partial<ServerLimits> = {}
   }, (req, res) => {
     // Once stopping (SIGTERM), every answer closes its connection, so no client sends another
     // request on a connection that is about to go away.
-    if (!server.listening) res.setHeader('connection', 'close');
+    if (draining.has(server)) res.setHeader('connection', 'close');
     app.handle(req, res);
   });
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => {
@@ -65,7 +65,16 @@ export function createHttpServer(app: Served, limits: Partial<ServerLimits> = {}
  * onClosed runs once the last connection has ended.
  */
 export function stopAccepting(server: http.Server, onClosed: () => void): void {
+  drain(server);
   net.Server.prototype.close.call(server, () => onClosed());
+}
+
+// Servers that are stopping: each of their answers closes its connection.
+const draining = new WeakSet<http.Server>();
+
+/** From now on every answer of the server says Connection: close. */
+export function drain(server: http.Server): void {
+  draining.add(server);
 }
 
 const lingerMs = 1000;
