@@ -12,7 +12,7 @@ import type { Db } from './lib/db/index.ts';
 import { openDatabase, prepareDatabase } from './lib/db/index.ts';
 import type { Exchange } from './lib/http/index.ts';
 import {
-  accessEntryOf, basePathOf, chooseFormat, clientPort, createBodyReader, createExchange, createProxy, effectiveMethod, HttpError, lingerAfterAnswer,
+  accessEntryOf, basePathOf, chooseFormat, compileTrust, createBodyReader, createExchange, createProxy, effectiveMethod, HttpError, lingerAfterAnswer,
   listen, locate, mediaTypes, negotiateErrorFormat, readTarget, refuseLargeBody, runPrimary, runsWorkers, sendBody, sendEmpty,
   serveFile, StaticFiles, UpstreamError,
 } from './lib/http/index.ts';
@@ -55,6 +55,8 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const proxy = createProxy({ timeoutMs: config.proxyTimeoutMs });
   const site = { publicDir: config.publicDir, scriptExists: (name: string) => scripts.exists(name) };
   const base = `${basePathOf(config)}/`;
+  const trust = compileTrust(config.trustedProxies);
+  let forwardingWarned = 0;
 
   async function dispatch(ex: Exchange): Promise<void> {
     const { req } = ex;
@@ -71,7 +73,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     if (name === null || !scripts.exists(name)) {
       const file = files.find(destination.rule === null ? target.path : destination.path);
       if (file && (req.method === 'GET' || req.method === 'HEAD')) return serveFile(ex, file);
-      logs.missingFile(path.join(config.publicDir, target.path), clientPort(req));
+      logs.missingFile(path.join(config.publicDir, target.path), ex.client.label);
       throw new HttpError(404, `There is no document at ${target.path}.`);
     }
     const script = await scripts.load(name);
@@ -104,7 +106,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     const { req, res } = ex;
     const problem = problemOf(err);
     if (!problem || problem.status >= 500 || res.headersSent) logFailure(ex, err);
-    else if (problem.options.log) logs.error(`${problem.message} (${problem.status})`, { level: problem.options.log, client: clientPort(req), collapse: true });
+    else if (problem.options.log) logs.error(`${problem.message} (${problem.status})`, { level: problem.options.log, client: ex.client.label, collapse: true });
     if (res.headersSent) return void res.destroy();
     if (problem) {
       const { headers, body } = renderProblem(problem, ex.suffix ?? negotiateErrorFormat(req.headers.accept), { templates, base, user: ex.viewer });
@@ -121,11 +123,19 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
 
   function logFailure(ex: Exchange, err: unknown): void {
     const message = err instanceof UpstreamError ? err.logMessage : describeError(err, projectRoot);
-    logs.error(message, { client: clientPort(ex.req), referer: ex.req.headers.referer, collapse: true });
+    logs.error(message, { client: ex.client.label, referer: ex.req.headers.referer, collapse: true });
+  }
+
+  /** A trusted proxy's forwarding header that could not be read: ignored, and said at most once a minute. */
+  function warnForwarding(ex: Exchange): void {
+    if (Date.now() - forwardingWarned < 60_000) return;
+    forwardingWarned = Date.now();
+    logs.error(`${ex.client.malformed}; the socket's address is used (said at most once a minute)`, { level: 'warn', client: ex.client.label });
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
-    const ex = createExchange(req, res);
+    const ex = createExchange(req, res, trust);
+    if (ex.client.malformed) warnForwarding(ex);
     // 10. Log: one access-log line once the response is done, whatever happened.
     res.once('close', () => logs.access(accessEntryOf(ex)));
     dispatch(ex).catch((err: unknown) => {

@@ -14,6 +14,8 @@ export interface Config {
   /** Fixed origin (and optional path prefix) for absolute links, e.g. https://example.org */
   baseUrl: string | null;
   allowedHosts: string[];
+  /** Addresses, CIDR ranges, 'loopback' or 'private': the proxies whose forwarding headers are believed. */
+  trustedProxies: string[];
   displayErrors: boolean;
   production: boolean;
   logDir: string;
@@ -59,6 +61,7 @@ export function readConfig(env: Env = process.env): Config {
     baseUrl: readBaseUrl(env.BASE_URL),
     allowedHosts: (env.ALLOWED_HOSTS ?? 'localhost,127.0.0.1,[::1]')
       .split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+    trustedProxies: (env.TRUSTED_PROXIES ?? '').split(/[\s,]+/).filter(Boolean),
     displayErrors: readBoolean(env, 'DISPLAY_ERRORS', !production),
     production,
     logDir,

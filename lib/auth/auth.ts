@@ -3,8 +3,8 @@
 import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Exchange, Target } from '../http/index.ts';
-import { clientAddress, clientPort } from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
+import { CheckQueue } from './check-queue.ts';
 import { LoginThrottle } from './login-throttle.ts';
 import { LoginTokens, siteSecret } from './login-token.ts';
 import { RequestAuth } from './request-auth.ts';
@@ -16,6 +16,7 @@ const sweepEveryMs = 10 * 60 * 1000;
 export class Auth {
   private readonly sessions: SessionStore;
   private readonly throttle: LoginThrottle;
+  private readonly checks = new CheckQueue();
   private readonly sweep: NodeJS.Timeout;
 
   /** The sessions and the throttle on db, with the site's secret for the login form's tokens. */
@@ -34,12 +35,13 @@ export class Auth {
 
   /** Who is asking in this exchange, read only when a script asks. */
   requester(ex: Exchange, target: Target): Requester {
-    const { req } = ex;
+    const { req, client } = ex;
     return new Requester(() => new RequestAuth({
       req, db: this.db, sessions: this.sessions, loginTokens: this.loginTokens,
       cookie: { path: target.basePath + '/', secure: target.secure },
-      gate: this.throttle.gate(clientAddress(req), (message) => this.logs.error(message, { client: clientPort(req) })),
-      onFailure: (user, reason) => this.logs.authFailure({ client: clientPort(req), user, uri: target.path, reason, referer: req.headers.referer }),
+      gate: this.throttle.gate(client.address, (message) => this.logs.error(message, { client: client.label })),
+      checks: { run: (work) => this.checks.run(client.address, work) },
+      onFailure: (user, reason) => this.logs.authFailure({ client: client.label, user, uri: target.path, reason, referer: req.headers.referer }),
     }));
   }
 

@@ -1,22 +1,27 @@
-// Slows down password guessing: more than 10 failed logins for one account, or 100 from one
-// client address, within 15 minutes are answered 429 with Retry-After until the window ends.
-// The counts live in the database, so every worker process (WEB_CONCURRENCY) sees the same ones.
+// Slows down password guessing without letting anyone lock an account for its owner: more than
+// 10 failed logins for one account from one client address, or 100 from one address, within 15
+// minutes are answered 429 with Retry-After until the window ends. A failure is counted after its
+// password check failed, never before. The counts live in the database, so every worker process
+// and instance sees the same ones. Password checks themselves wait in turn per address (CheckQueue).
 import type { Db } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
 
 interface ThrottleLimits {
-  perAccount: number;
+  /** Failures of one account from one address. */
+  perPair: number;
   perAddress: number;
   windowSeconds: number;
 }
 
-const defaultThrottleLimits: ThrottleLimits = { perAccount: 10, perAddress: 100, windowSeconds: 15 * 60 };
+const defaultThrottleLimits: ThrottleLimits = { perPair: 10, perAddress: 100, windowSeconds: 15 * 60 };
 
 /** One login's view of the throttle: the account name typed and the client's address. */
 export interface LoginGate {
-  /** Counts the attempt as a failure up front (so parallel guesses cannot slip through); 429 when over a limit. */
-  begin: (username: string) => Promise<void>;
-  /** The password was right: the attempt is taken back. */
+  /** 429 when this account from this address, or this address, has failed too often. */
+  check: (username: string) => Promise<void>;
+  /** The password check failed: counted for the account from this address and for the address. */
+  fail: (username: string) => Promise<void>;
+  /** The password was right: this account from this address starts over. */
   succeed: (username: string) => Promise<void>;
 }
 
@@ -37,8 +42,9 @@ export class LoginThrottle {
   /** The gate for one request from address; onBlocked writes the error-log line of a refused attempt. */
   gate(address: string, onBlocked: (message: string) => void): LoginGate {
     return {
-      begin: (username) => this.begin(username, address, onBlocked),
-      succeed: (username) => this.succeed(username, address),
+      check: (username) => this.check(keysOf(username, address), address, onBlocked),
+      fail: (username) => this.fail(keysOf(username, address)),
+      succeed: (username) => this.succeed(keysOf(username, address)),
     };
   }
 
@@ -51,38 +57,45 @@ export class LoginThrottle {
     return rows.length;
   }
 
-  private async begin(username: string, address: string, onBlocked: (message: string) => void): Promise<void> {
-    const keys = [userKey(username), `address:${address}`];
+  private async check(keys: string[], address: string, onBlocked: (message: string) => void): Promise<void> {
     const rows = await this.db.query<{ key: string; failures: number; retryAfter: number }>(
-      `INSERT INTO login_attempt AS a (key, failures, window_start)
-       SELECT k, 1, now() FROM unnest($1::text[]) AS k
-       ON CONFLICT (key) DO UPDATE SET
-         failures = CASE WHEN a.window_start <= now() - make_interval(secs => $2::int) THEN 1 ELSE a.failures + 1 END,
-         window_start = CASE WHEN a.window_start <= now() - make_interval(secs => $2::int) THEN now() ELSE a.window_start END
-       RETURNING key, failures,
-         greatest(1, ceil(extract(epoch FROM a.window_start + make_interval(secs => $2::int) - now())))::int AS "retryAfter"`,
+      `SELECT key, failures,
+              greatest(1, ceil(extract(epoch FROM window_start + make_interval(secs => $2::int) - now())))::int AS "retryAfter"
+         FROM login_attempt
+        WHERE key = ANY($1::text[]) AND window_start > now() - make_interval(secs => $2::int)`,
       [keys, this.limits.windowSeconds],
     );
-    const over = rows.find((r) => r.failures > (r.key.startsWith('user:') ? this.limits.perAccount : this.limits.perAddress));
+    const over = rows.find((r) => r.failures >= (r.key.startsWith('pair:') ? this.limits.perPair : this.limits.perAddress));
     if (!over) return;
-    const what = over.key.startsWith('user:') ? `for user ${over.key.slice(5)}` : `from ${address}`;
-    onBlocked(`login ${what} refused for ${over.retryAfter} s: ${over.failures - 1} failed logins ${what} within ${this.limits.windowSeconds} s`);
-    throw new HttpError(429, `Too many failed logins ${over.key.startsWith('user:') ? 'for this account' : 'from your address'}; try again in ${formatWait(over.retryAfter)}.`, {
+    const what = over.key.startsWith('pair:') ? `for user ${over.key.slice(5, over.key.lastIndexOf('|'))} from ${address}` : `from ${address}`;
+    onBlocked(`login ${what} refused for ${over.retryAfter} s: ${over.failures} failed logins ${what} within ${this.limits.windowSeconds} s`);
+    const whose = over.key.startsWith('pair:') ? 'for this account from your address' : 'from your address';
+    throw new HttpError(429, `Too many failed logins ${whose}; try again in ${formatWait(over.retryAfter)}.`, {
       headers: { 'retry-after': String(over.retryAfter) },
     });
   }
 
-  private async succeed(username: string, address: string): Promise<void> {
-    // Only this attempt is taken back: a success does not wipe out the guesses others made.
+  private async fail(keys: string[]): Promise<void> {
     await this.db.query(
-      'UPDATE login_attempt SET failures = greatest(0, failures - 1) WHERE key = ANY($1::text[])',
-      [[userKey(username), `address:${address}`]],
+      `INSERT INTO login_attempt AS a (key, failures, window_start)
+       SELECT k, 1, now() FROM unnest($1::text[]) AS k
+       ON CONFLICT (key) DO UPDATE SET
+         failures = CASE WHEN a.window_start <= now() - make_interval(secs => $2::int) THEN 1 ELSE a.failures + 1 END,
+         window_start = CASE WHEN a.window_start <= now() - make_interval(secs => $2::int) THEN now() ELSE a.window_start END`,
+      [keys, this.limits.windowSeconds],
     );
+  }
+
+  private async succeed(keys: string[]): Promise<void> {
+    // The owner typed the right password from here: their account starts over from this address;
+    // what the address did with other accounts still counts.
+    await this.db.query('DELETE FROM login_attempt WHERE key = $1', [keys[0]]);
   }
 }
 
-function userKey(username: string): string {
-  return `user:${username.trim().toLowerCase().slice(0, 100)}`;
+/** The account from the address, and the address. */
+function keysOf(username: string, address: string): [string, string] {
+  return [`pair:${username.trim().toLowerCase().slice(0, 100)}|${address}`, `address:${address}`];
 }
 
 function formatWait(seconds: number): string {

@@ -47,8 +47,10 @@ interface AuthOptions {
   onFailure: (user: string, reason: FailureReason) => void;
   /** Signs and checks the login form's token. */
   loginTokens: LoginTokens;
-  /** Counts the attempts of this client (login-throttle.ts); 429 when there were too many. */
+  /** Counts the failed attempts of this client (login-throttle.ts); 429 when there were too many. */
   gate?: LoginGate;
+  /** Where this client's password checks wait their turn. */
+  checks: { run: <T>(work: () => Promise<T>) => Promise<T> };
 }
 
 interface State {
@@ -88,12 +90,14 @@ export class RequestAuth {
   /** Checks a login; a failure is logged for fail2ban and answers null, whatever its reason. */
   async authenticate(username: string, password: string): Promise<Account | null> {
     this.used = true;
-    await this.options.gate?.begin(username);
-    const check = await checkCredentials(this.options.db, username, password);
+    const { gate, checks, db } = this.options;
+    await gate?.check(username);
+    const check = await checks.run(() => checkCredentials(db, username, password));
     if (check.ok) {
-      await this.options.gate?.succeed(username);
+      await gate?.succeed(username);
       return check.account;
     }
+    await gate?.fail(username);
     this.options.onFailure(username.slice(0, 100), check.reason);
     return null;
   }

@@ -3,6 +3,8 @@
 import { hash } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { AccessEntry } from '../log/index.ts';
+import type { Client, Trust } from './client.ts';
+import { clientOf } from './client.ts';
 import type { Format } from './negotiate.ts';
 
 /** One request and its response, as the access log and the error answers see them. */
@@ -17,6 +19,8 @@ export interface Exchange {
   suffix: Format | null;
   /** Who the page header shows, once a script asked who is asking (lib/auth); null otherwise. */
   viewer: Viewer | null;
+  /** The client, behind the trusted proxies if any (client.ts). */
+  client: Client;
 }
 
 /** The requester as the page header shows them: the name, their own loan list, the log-out token (none for Basic). */
@@ -27,8 +31,8 @@ export interface Viewer {
   csrfToken: string | null;
 }
 
-export function createExchange(req: IncomingMessage, res: ServerResponse): Exchange {
-  return { req, res, bytes: 0, user: null, suffix: null, viewer: null };
+export function createExchange(req: IncomingMessage, res: ServerResponse, trust: Trust | null): Exchange {
+  return { req, res, bytes: 0, user: null, suffix: null, viewer: null, client: clientOf(req, trust) };
 }
 
 /** The one ETag of the site: a hash of the bytes sent (docs/performance.md, Per request). */
@@ -88,20 +92,12 @@ export function sendEmpty(ex: Exchange, status: number, headers: OutgoingHttpHea
   ex.res.end();
 }
 
-export function clientAddress(req: IncomingMessage): string {
-  return req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '-';
-}
-
-/** 'ip:port', as the error log names a client. */
-export function clientPort(req: IncomingMessage): string {
-  return `${clientAddress(req)}:${req.socket.remotePort ?? 0}`;
-}
 
 /** The exchange as the access log writes it, once the response is done. */
 export function accessEntryOf(ex: Exchange): AccessEntry {
   const { req, res } = ex;
   return {
-    remoteAddr: clientAddress(req), user: ex.user, time: new Date(),
+    remoteAddr: ex.client.address, user: ex.user, time: new Date(),
     method: req.method ?? '-', target: req.url ?? '-', httpVersion: req.httpVersion,
     status: res.statusCode, bytes: ex.bytes, referer: req.headers.referer, userAgent: req.headers['user-agent'],
   };

@@ -1,7 +1,6 @@
 // The request target, read once: the percent-decoded path, the raw query, the representation
 // suffix, and the origin every absolute link is made from (BASE_URL, or an allowed Host, so a
 // forged Host never reaches a link; docs/interface.md, URLs).
-import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config.ts';
 import { HttpError } from './http-error.ts';
 import type { Format } from './negotiate.ts';
@@ -54,9 +53,9 @@ export function readTarget(ex: Exchange, config: Config, options: { suffixes: bo
   const [bare, suffix] = options.suffixes ? takeSuffix(path) : [path, null];
   ex.suffix = suffix;
   const base = baseOf(config);
-  const origin = base ? base.origin : originOf(req, config);
+  const origin = base ? base.origin : originOf(ex, config);
   const basePath = base ? base.path : '';
-  const secure = isEncrypted(req) || base?.origin.startsWith('https:') === true;
+  const secure = ex.client.https || base?.origin.startsWith('https:') === true;
   return { path, bare, suffix, query: mark === -1 ? '' : url.slice(mark + 1), origin, basePath, link: (p) => origin + basePath + p, secure };
 }
 
@@ -86,8 +85,9 @@ export function basePathOf(config: Config): string {
   return baseOf(config)?.path ?? '';
 }
 
-function originOf(req: IncomingMessage, config: Config): string {
-  const host = (req.headers.host ?? 'localhost').toLowerCase();
+/** The origin of the Host asked for (a trusted proxy's X-Forwarded-Host first), when it is one we serve. */
+function originOf(ex: Exchange, config: Config): string {
+  const host = (ex.client.host ?? ex.req.headers.host ?? 'localhost').toLowerCase();
   const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0] ?? '';
   if (!config.allowedHosts.includes(host) && !config.allowedHosts.includes(name)) {
     throw new HttpError(400, `The host ${host.slice(0, 100)} is not served here; add it to ALLOWED_HOSTS or set BASE_URL.`);
@@ -97,9 +97,6 @@ function originOf(req: IncomingMessage, config: Config): string {
   if (port[1] !== undefined && (Number(port[1]) < 1 || Number(port[1]) > 65535)) {
     throw new HttpError(400, `The Host header names port ${port[1]}, which no server listens on; use a port from 1 to 65535.`);
   }
-  return `${isEncrypted(req) ? 'https' : 'http'}://${host}`;
+  return `${ex.client.https ? 'https' : 'http'}://${host}`;
 }
 
-export function isEncrypted(req: IncomingMessage): boolean {
-  return (req.socket as { encrypted?: boolean }).encrypted === true;
-}

@@ -2,10 +2,9 @@
 // the request line, and -f/-d answered from the app's own files: public/ and the scripts as
 // /<name>.php), and what the front does with their decision.
 import { statSync } from 'node:fs';
-import type { IncomingMessage } from 'node:http';
 import path from 'node:path';
 import type { Exchange, Target } from '../http/index.ts';
-import { clientAddress, HttpError, isEncrypted } from '../http/index.ts';
+import { HttpError } from '../http/index.ts';
 import { scriptOf } from '../script-name.ts';
 import { rewriteUrl } from './rounds.ts';
 import type { RewriteRequest, RewriteTable } from './table.ts';
@@ -31,7 +30,7 @@ type Destination = (
  */
 export function rewriteRequest(table: RewriteTable, ex: Exchange, target: Target, site: SiteFiles): Destination {
   const { req } = ex;
-  const result = rewriteUrl(table, requestOf(req, target.bare, target.query, site));
+  const result = rewriteUrl(table, requestOf(ex, target.bare, target.query, site));
   if (result.vary.length > 0) ex.res.setHeader('vary', [...new Set(result.vary)].join(', '));
   switch (result.kind) {
     case 'pass': return result;
@@ -43,21 +42,21 @@ export function rewriteRequest(table: RewriteTable, ex: Exchange, target: Target
     case 'proxy': {
       // The old site gets the path as requested: /about.html stays /about.html when a P rule takes it.
       if (target.suffix === null) return result;
-      const whole = rewriteUrl(table, requestOf(req, target.path, target.query, site));
+      const whole = rewriteUrl(table, requestOf(ex, target.path, target.query, site));
       return { ...result, url: whole.kind === 'proxy' ? whole.url : result.url };
     }
   }
 }
 
-function requestOf(req: IncomingMessage, sitePath: string, query: string, site: SiteFiles): RewriteRequest {
+function requestOf({ req, client }: Exchange, sitePath: string, query: string, site: SiteFiles): RewriteRequest {
   return {
     path: sitePath,
     query,
     method: req.method ?? 'GET',
     headers: req.headers,
-    https: isEncrypted(req),
+    https: client.https,
     requestLine: `${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/${req.httpVersion}`,
-    remoteAddr: clientAddress(req),
+    remoteAddr: client.address,
     fileExists: (p) => isScriptPath(p, site) || statOf(site.publicDir, p)?.isFile() === true,
     dirExists: (p) => p === '/' || statOf(site.publicDir, p)?.isDirectory() === true,
   };

@@ -9,7 +9,7 @@ import { projectRoot } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import { DataVersion, ResultCache } from '../db/index.ts';
 import type { BodyReader, Exchange, Format, Target } from '../http/index.ts';
-import { alternatesOf, clientPort, etagOf, NoContent, Redirect } from '../http/index.ts';
+import { alternatesOf, etagOf, NoContent, Redirect } from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
 import type { Outcome, ScriptModule, ScriptRequest } from '../page/index.ts';
 import type { Produced, Templates } from '../render/index.ts';
@@ -113,7 +113,7 @@ export class ScriptRunner {
     const scripts = this.parts.config.scriptsDir + path.sep;
     const frame = parseStack(new Error(message), projectRoot).find((f) => f.file.startsWith(scripts));
     const where = frame ? ` in ${path.relative(projectRoot, frame.file)} on line ${frame.line}` : '';
-    this.parts.logs.error(`Warning: ${message}${where}`, { level: 'warn', client: clientPort(ex.req) });
+    this.parts.logs.error(`Warning: ${message}${where}`, { level: 'warn', client: ex.client.label });
   }
 }
 

@@ -1,0 +1,156 @@
+// Behind a reverse proxy (TRUSTED_PROXIES=loopback, the tests' own address): the client address the
+// proxy names reaches the access log, the error log, the login throttle and the rewrite rules;
+// the proxy's https makes cookies Secure and the https origin acceptable; a forwarded header from
+// a peer that is not trusted, or one that cannot be read, changes nothing. And logins that nobody
+// can take away from their owner: failures count per account and address, after the check, and
+// password checks wait their turn per address.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import type { TestServer } from './helpers.ts';
+import { rawRequest, startTestServer, waitFor } from './helpers.ts';
+import { basic, demo, openLoginForm, postForm } from './login-helpers.ts';
+
+let server: TestServer;
+let direct: TestServer;
+let rulesDir: string;
+
+before(async () => {
+  // The site's table, and one rule more that answers by the client's address (REMOTE_ADDR).
+  rulesDir = mkdtempSync(path.join(os.tmpdir(), 'rules-'));
+  const rules = JSON.parse((await import('node:fs')).readFileSync(path.join(process.cwd(), 'rewrite-rules.json'), 'utf8')) as { rules: unknown[] };
+  rules.rules.unshift(
+    { pattern: '^/intern$', substitution: '/index.php', flags: ['L'], conditions: [{ test: '%{REMOTE_ADDR}', pattern: '=203.0.113.7' }] },
+    { pattern: '^/intern$', substitution: '-', flags: ['F'] },
+  );
+  writeFileSync(path.join(rulesDir, 'rules.json'), JSON.stringify(rules));
+  server = await startTestServer({ TRUSTED_PROXIES: 'loopback', REWRITE_RULES: path.join(rulesDir, 'rules.json') });
+  direct = await startTestServer({}, { db: { db: server.db, url: null, drop: async () => {} } });
+});
+after(async () => {
+  await direct.close();
+  await server.close();
+  rmSync(rulesDir, { recursive: true, force: true });
+});
+beforeEach(() => server.db.query('DELETE FROM login_attempt'));
+
+const from = (address: string, more: Record<string, string> = {}) => ({ 'x-forwarded-for': address, ...more });
+
+function tryLogin(origin: string, username: string, password: string, headers: Record<string, string> = {}): Promise<Response> {
+  return openLoginForm(origin).then((form) => postForm(origin, '/login', { username, password, csrf_token: form.csrfToken }, { cookie: form.cookie, ...headers }));
+}
+
+describe('the client a trusted proxy names', () => {
+  test('reaches the access log, the error log and the rewrite rules', async () => {
+    await fetch(`${server.origin}/personen`, { headers: from('203.0.113.7') });
+    await fetch(`${server.origin}/entlehnte/2.json`, { headers: from('198.51.100.23, 203.0.113.9', { authorization: basic('mmuster', 'wrong-password') }) });
+    const access = await waitFor(server.accessLog, (log) => log.includes('/entlehnte/2.json'));
+    assert.match(access, /^203\.0\.113\.7 - - \[[^\]]+\] "GET \/personen HTTP\/1\.1" 200 /m);
+    // The proxy nearest the client is the last untrusted address: 203.0.113.9, not what it was told.
+    assert.match(access, /^203\.0\.113\.9 - - \[[^\]]+\] "GET \/entlehnte\/2\.json HTTP\/1\.1" 403 /m);
+    const errors = await waitFor(server.errorLog, (log) => log.includes('AH01617'));
+    assert.match(errors, /\[auth_basic:error\] \[pid \d+\] \[client 203\.0\.113\.9\] AH01617: user mmuster: authentication failure for "\/entlehnte\/2\.json": Password Mismatch/);
+    assert.equal((await fetch(`${server.origin}/intern`, { headers: from('203.0.113.7') })).status, 200);
+    assert.equal((await fetch(`${server.origin}/intern`, { headers: from('203.0.113.8') })).status, 403);
+    assert.equal((await fetch(`${server.origin}/intern`)).status, 403);
+  });
+
+  test('Forwarded (RFC 7239) is read as well, IPv6 and ports included', async () => {
+    await fetch(`${server.origin}/werk/7`, { headers: { forwarded: 'for="[2001:db8:cafe::17]:4711";proto=https, for=127.0.0.1' } });
+    const access = await waitFor(server.accessLog, (log) => log.includes('/werk/7 '));
+    assert.match(access, /^2001:db8:cafe::17 - - \[[^\]]+\] "GET \/werk\/7 HTTP\/1\.1" 200 /m);
+  });
+
+  test('over https at the proxy: links are https, the login cookie Secure, the https Origin accepted', async () => {
+    const https = { 'x-forwarded-proto': 'https' };
+    const person = await rawRequest(server.origin, '/person/max-muster.json', { headers: { host: 'localhost', ...https } });
+    assert.equal(JSON.parse(person.body).image, 'https://localhost/img/max-muster.svg');
+    const form = await fetch(`${server.origin}/login`, { headers: https });
+    assert.match(form.headers.get('set-cookie') ?? '', /; Secure; SameSite=Lax$/);
+    const token = /name="csrf_token" value="([^"]+)"/.exec(await form.text())?.[1] as string;
+    const cookie = (form.headers.get('set-cookie') as string).split(';')[0] as string;
+    const login = await postForm(server.origin, '/login', { username: 'mmuster', password: demo.mmuster.password, csrf_token: token },
+      { cookie, origin: `https://127.0.0.1:${new URL(server.origin).port}`, ...https });
+    assert.equal(login.status, 303);
+    assert.match(login.headers.get('set-cookie') ?? '', /^portfolio_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+  });
+
+  test('X-Forwarded-Host is believed from a trusted proxy, and must still be a host served here', async () => {
+    const allowed = await rawRequest(server.origin, '/person/max-muster.json', { headers: { host: '127.0.0.1', 'x-forwarded-host': 'localhost:8443' } });
+    assert.equal(JSON.parse(allowed.body).image, 'http://localhost:8443/img/max-muster.svg');
+    const forged = await rawRequest(server.origin, '/person/max-muster.json', { headers: { host: '127.0.0.1', 'x-forwarded-host': 'evil.example' } });
+    assert.equal(forged.status, 400);
+  });
+
+  test('from a peer that is not trusted, forwarding headers change nothing and forge no address', async () => {
+    await fetch(`${direct.origin}/personen?direct=1`, { headers: from('203.0.113.7', { 'x-forwarded-proto': 'https', forwarded: 'for=198.51.100.1' }) });
+    const access = await waitFor(direct.accessLog, (log) => log.includes('direct=1'));
+    assert.match(access, /^127\.0\.0\.1 - - \[[^\]]+\] "GET \/personen\?direct=1 /m);
+    assert.doesNotMatch(access, /203\.0\.113\.7|198\.51\.100\.1/);
+  });
+
+  test('a malformed one from a trusted proxy is ignored, never a 500, and said once a minute at most', async () => {
+    for (const header of ['not-an-address', '203.0.113.7, <script>', '127.0.0.1, 999.1.1.1']) {
+      const res = await fetch(`${server.origin}/personen?malformed=1`, { headers: from(header) });
+      assert.equal(res.status, 200, header);
+    }
+    const access = await waitFor(server.accessLog, (log) => (log.match(/malformed=1/g) ?? []).length === 3);
+    assert.equal((access.match(/^127\.0\.0\.1 - - .*malformed=1/gm) ?? []).length, 3);
+    const errors = await waitFor(server.errorLog, (log) => log.includes('which is no address'));
+    assert.equal((errors.match(/which is no address/g) ?? []).length, 1);
+    assert.match(errors, /\[app:warn\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] X-Forwarded-For names "not-an-address", which is no address; the socket's address is used/);
+  });
+});
+
+describe('logins nobody can take away from their owner', () => {
+  test('11 failures for the librarian from other addresses: the right password from a new one logs in', async (t) => {
+    const failures = await Promise.all(Array.from({ length: 11 }, (_, i) => tryLogin(server.origin, 'bibliothek', 'wrong-password', from(`198.51.100.${i + 1}`))));
+    assert.deepEqual(failures.map((r) => r.status), Array(11).fill(403));
+    const started = performance.now();
+    const right = await tryLogin(server.origin, 'bibliothek', demo.bibliothek.password, from('192.0.2.200'));
+    t.diagnostic(`the right password after 11 failures elsewhere: ${Math.round(performance.now() - started)} ms`);
+    assert.equal(right.status, 303);
+  });
+
+  test('100 failures from 100 addresses hold up none of the others', async () => {
+    // As the throttle writes them after 100 failed checks (a check is a third of a second of scrypt).
+    for (let i = 1; i <= 100; i++) {
+      await server.db.query(`INSERT INTO login_attempt (key, failures, window_start) VALUES ($1, 1, now()), ($2, 1, now())`, [`pair:bibliothek|10.9.0.${i}`, `address:10.9.0.${i}`]);
+    }
+    assert.equal((await tryLogin(server.origin, 'bibliothek', demo.bibliothek.password, from('192.0.2.201'))).status, 303);
+  });
+
+  test('11 failures from one address: that address gets 429 for the account, every other address logs in', async () => {
+    for (let i = 0; i < 11; i++) await tryLogin(server.origin, 'jmueller', 'wrong-password', from('203.0.113.66'));
+    assert.equal((await tryLogin(server.origin, 'jmueller', demo.jmueller.password, from('203.0.113.66'))).status, 429);
+    assert.equal((await tryLogin(server.origin, 'jmueller', demo.jmueller.password, from('203.0.113.67'))).status, 303);
+  });
+
+  test('90 bogus Basic requests at once from one address: a login from another is not held up', async (t) => {
+    const bogus = Promise.all(Array.from({ length: 90 }, () => fetch(`${server.origin}/entlehnte/2.json`, { headers: from('203.0.113.99', { authorization: basic('mallory', 'guess') }) })));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const started = performance.now();
+    const right = await tryLogin(server.origin, 'mmuster', demo.mmuster.password, from('192.0.2.202'));
+    const took = Math.round(performance.now() - started);
+    const statuses = (await bogus).map((r) => r.status);
+    t.diagnostic(`a login beside 90 bogus requests: ${took} ms; bogus: ${JSON.stringify(count(statuses))}`);
+    assert.equal(right.status, 303);
+    // The queue of that one address is bounded: the rest are told to come back at once.
+    assert.deepEqual(Object.keys(count(statuses)).sort(), ['403', '503']);
+  });
+
+  test('14 parallel requests with correct Basic credentials: 14 answers 200', async (t) => {
+    const started = performance.now();
+    const answers = await Promise.all(Array.from({ length: 14 }, () => fetch(`${server.origin}/entlehnte/2.json`, { headers: { authorization: basic('mmuster', demo.mmuster.password) } })));
+    t.diagnostic(`14 parallel Basic requests: all answered in ${Math.round(performance.now() - started)} ms`);
+    assert.deepEqual(answers.map((r) => r.status), Array(14).fill(200));
+  });
+});
+
+function count(values: readonly number[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const v of values) counts[v] = (counts[v] ?? 0) + 1;
+  return counts;
+}
