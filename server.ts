@@ -18,6 +18,7 @@ import {
 } from './lib/http/index.ts';
 import type { AccessEntry } from './lib/log/index.ts';
 import { Logs } from './lib/log/index.ts';
+import { clusterMetrics, Metrics, Probes } from './lib/ops/index.ts';
 import { formatsOf, problemOf, renderProblem, respond, Templates } from './lib/render/index.ts';
 import { loadRules, rewriteRequest } from './lib/rewrite/index.ts';
 import { scriptOf } from './lib/script-name.ts';
@@ -56,6 +57,10 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const site = { publicDir: config.publicDir, scriptExists: (name: string) => scripts.exists(name) };
   const base = `${basePathOf(config)}/`;
   const trust = compileTrust(config.trustedProxies);
+  const metrics = new Metrics({
+    db, logFailedWrites: () => logs.failedWrites(), logins: auth.tally, countSessions: () => auth.countSessions(),
+  });
+  const probes = new Probes(config, db, metrics);
   let forwardingWarned = 0;
 
   async function dispatch(ex: Exchange): Promise<void> {
@@ -65,6 +70,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     const target = readTarget(ex, config, { suffixes: rules.representationSuffixes });
     // 2. Rewrite: the first matching rules decide; F and G end here (403, 410).
     const destination = rewriteRequest(rules, ex, target, site);
+    ex.route = destination.kind;
     if (destination.kind === 'redirect') return sendEmpty(ex, destination.status, { location: locate(target, destination.location, target.suffix) });
     // 3. Proxy, file or script: a P rule's upstream, a file of public/, or scripts/<name>.ts for /<name>.php.
     if (destination.kind === 'proxy') return proxy.forward(ex, destination.url);
@@ -72,10 +78,12 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     const name = scriptOf(destination.path);
     if (name === null || !scripts.exists(name)) {
       const file = files.find(destination.rule === null ? target.path : destination.path);
+      ex.route = 'static';
       if (file && (req.method === 'GET' || req.method === 'HEAD')) return serveFile(ex, file);
       logs.missingFile(path.join(config.publicDir, target.path), ex.client.label);
       throw new HttpError(404, `There is no document at ${target.path}.`);
     }
+    ex.route = name;
     const script = await scripts.load(name);
     // 4. Method and body: OPTIONS answers itself; a change from another site is refused before
     //    anything is read; a form may ask for PUT or DELETE (_method). 405 lists what there is.
@@ -135,10 +143,16 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
     const ex = createExchange(req, res, trust);
+    const started = performance.now();
     if (ex.client.malformed) warnForwarding(ex);
+    // 0. Probes (/healthz, /readyz, /metrics) come before the Host check and stay out of the access log.
+    const probe = probes.probeOf(ex);
     // 10. Log: one access-log line once the response is done, whatever happened.
-    res.once('close', () => logs.access(accessEntryOf(ex)));
-    dispatch(ex).catch((err: unknown) => {
+    res.once('close', () => {
+      metrics.record(ex, (performance.now() - started) / 1000);
+      if (!probe || config.logProbes) logs.access(accessEntryOf(ex));
+    });
+    (probe ? probes.answer(ex, probe) : dispatch(ex)).catch((err: unknown) => {
       try {
         answerError(ex, err);
       } catch (fatal) {
@@ -191,7 +205,7 @@ export async function start(config: Config = readConfig()): Promise<void> {
       const say = (message: string) => console.error(`portfolio: ${message}`);
       const db = await openDatabase(config, { onError: (err) => say(`database connection error: ${err.message}`), onWarning: say });
       await prepareDatabase(db, config).finally(() => db.close());
-    });
+    }, { metrics: clusterMetrics });
   }
   const app = await createApp(config);
   await listen(app, config, config.databaseUrl ? 'PostgreSQL' : `PGlite in ${config.dataDir}`);

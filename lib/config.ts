@@ -16,6 +16,12 @@ export interface Config {
   allowedHosts: string[];
   /** Addresses, CIDR ranges, 'loopback' or 'private': the proxies whose forwarding headers are believed. */
   trustedProxies: string[];
+  /** Addresses and ranges, as trustedProxies, that may read /metrics; others get 404. */
+  metricsAllow: string[];
+  /** Write the health checks and metrics scrapes to the access log too. */
+  logProbes: boolean;
+  /** The primary's (or the one process's) pid, for `npm run reload` and init scripts; null for none. */
+  pidFile: string | null;
   displayErrors: boolean;
   production: boolean;
   logDir: string;
@@ -61,7 +67,11 @@ export function readConfig(env: Env = process.env): Config {
     baseUrl: readBaseUrl(env.BASE_URL),
     allowedHosts: (env.ALLOWED_HOSTS ?? 'localhost,127.0.0.1,[::1]')
       .split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
-    trustedProxies: (env.TRUSTED_PROXIES ?? '').split(/[\s,]+/).filter(Boolean),
+    trustedProxies: readList(env.TRUSTED_PROXIES ?? ''),
+    metricsAllow: readList(env.METRICS_ALLOW ?? 'loopback'),
+    logProbes: readBoolean(env, 'LOG_PROBES', false),
+    // As Apache's PidFile logs/httpd.pid.
+    pidFile: env.PID_FILE !== undefined ? (env.PID_FILE === '' ? null : path.resolve(projectRoot, env.PID_FILE)) : (env.LOG_DIR === '-' ? null : path.join(logDir, 'portfolio.pid')),
     displayErrors: readBoolean(env, 'DISPLAY_ERRORS', !production),
     production,
     logDir,
@@ -80,6 +90,10 @@ export function readConfig(env: Env = process.env): Config {
     dbOutcomeTimeoutMs: readInteger(env, 'DB_OUTCOME_TIMEOUT_MS', 10_000, 0, 600_000),
     proxyTimeoutMs: readInteger(env, 'PROXY_TIMEOUT_MS', 30_000, 100, 600_000),
   };
+}
+
+function readList(raw: string): string[] {
+  return raw.split(/[\s,]+/).filter(Boolean);
 }
 
 function readInteger(env: Env, name: string, fallback: number, min: number, max: number): number {

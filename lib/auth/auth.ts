@@ -3,6 +3,7 @@
 import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Exchange, Target } from '../http/index.ts';
+import { HttpError } from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
 import { CheckQueue } from './check-queue.ts';
 import { LoginThrottle } from './login-throttle.ts';
@@ -13,11 +14,22 @@ import { SessionStore } from './session.ts';
 
 const sweepEveryMs = 10 * 60 * 1000;
 
+/** Refused and failed logins since the start, for the metrics. */
+export interface LoginTally {
+  /** Wrong name or password. */
+  failed: number;
+  /** Refused by the throttle (429). */
+  throttled: number;
+  /** Refused because too many checks were waiting (503). */
+  busy: number;
+}
+
 export class Auth {
   private readonly sessions: SessionStore;
   private readonly throttle: LoginThrottle;
   private readonly checks = new CheckQueue();
   private readonly sweep: NodeJS.Timeout;
+  readonly tally: LoginTally = { failed: 0, throttled: 0, busy: 0 };
 
   /** The sessions and the throttle on db, with the site's secret for the login form's tokens. */
   static async open(db: Db, config: Config, logs: Logs): Promise<Auth> {
@@ -39,10 +51,26 @@ export class Auth {
     return new Requester(() => new RequestAuth({
       req, db: this.db, sessions: this.sessions, loginTokens: this.loginTokens,
       cookie: { path: target.basePath + '/', secure: target.secure },
-      gate: this.throttle.gate(client.address, (message) => this.logs.error(message, { client: client.label })),
-      checks: { run: (work) => this.checks.run(client.address, work) },
-      onFailure: (user, reason) => this.logs.authFailure({ client: client.label, user, uri: target.path, reason, referer: req.headers.referer }),
+      gate: this.throttle.gate(client.address, (message) => {
+        this.tally.throttled++;
+        this.logs.error(message, { client: client.label });
+      }),
+      checks: {
+        run: (work) => this.checks.run(client.address, work).catch((err: unknown) => {
+          if (err instanceof HttpError && err.status === 503) this.tally.busy++;
+          throw err;
+        }),
+      },
+      onFailure: (user, reason) => {
+        this.tally.failed++;
+        this.logs.authFailure({ client: client.label, user, uri: target.path, reason, referer: req.headers.referer });
+      },
     }));
+  }
+
+  /** Live sessions, for the metrics. */
+  countSessions(): Promise<{ signedIn: number; anonymous: number }> {
+    return this.sessions.countLive();
   }
 
   close(): void {

@@ -3,6 +3,7 @@
 // May import: db, http, log.
 export type { Account, NewAccount, Role } from './accounts.ts';
 export { createAccount, findAccount, listAccounts, normalizeUsername, personExists, roles, setPassword, setRole, usernamePattern } from './accounts.ts';
+export type { LoginTally } from './auth.ts';
 export { Auth } from './auth.ts';
 export { checkNewPassword, hashPassword, verifyPassword } from './password.ts';
 export type { Identity, SessionControl } from './request-auth.ts';

@@ -101,6 +101,16 @@ export class SessionStore {
     await this.db.transaction((tx) => tx.query('DELETE FROM session WHERE id = $1', [hashToken(token)]));
   }
 
+  /** Sessions within both time-outs: signed in, and anonymous ones that carry a login form's token. */
+  async countLive(): Promise<{ signedIn: number; anonymous: number }> {
+    const [row] = await this.db.query<{ signedIn: number | string; anonymous: number | string }>(
+      `SELECT count(*) FILTER (WHERE account_id IS NOT NULL) AS "signedIn", count(*) FILTER (WHERE account_id IS NULL) AS anonymous
+         FROM session WHERE expires_at > now() AND last_seen_at > now() - make_interval(mins => $1::int)`,
+      [this.settings.idleMinutes],
+    );
+    return { signedIn: Number(row?.signedIn ?? 0), anonymous: Number(row?.anonymous ?? 0) };
+  }
+
   /** Deletes sessions past either time-out; returns how many. */
   async deleteExpired(): Promise<number> {
     const rows = await this.db.query(

@@ -39,7 +39,19 @@ export interface Db extends Queryable {
    * result if it committed, DbUnavailableError if it did not or if nobody can tell in time.
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** The connections as the metrics show them; null for PGlite, which has one and no pool. */
+  stats(): PoolStats | null;
   close(): Promise<void>;
+}
+
+export interface PoolStats {
+  /** Connections of the pool, open or opening. */
+  total: number;
+  idle: number;
+  /** Statements and transactions waiting for a connection of the pool. */
+  waiting: number;
+  /** Statements sent on the pipelined connections and not answered yet. */
+  pipelined: number;
 }
 
 /** The database could not be reached or gave up: the request may succeed later (the front answers 503). */

@@ -10,9 +10,9 @@ import { openPostgres } from './postgres.ts';
 export type { CommitMark } from './commit-outcome.ts';
 export { beginWithMark, findCommitOutcome } from './commit-outcome.ts';
 export { DataVersion, ResultCache } from './data-version.ts';
-export type { Db, QueryOptions, Queryable } from './db.ts';
+export type { Db, PoolStats, QueryOptions, Queryable } from './db.ts';
 export { DbInputError, DbUnavailableError } from './db.ts';
-export { migrate, prepareDatabase } from './migrate.ts';
+export { migrate, pendingMigrations, prepareDatabase } from './migrate.ts';
 export { openPglite } from './pglite.ts';
 export { openPostgres } from './postgres.ts';
 

@@ -37,6 +37,15 @@ export async function migrate(db: Db, sqlDir: string): Promise<string[]> {
   });
 }
 
+/** The migrations of sqlDir that the database has not applied (all of them without schema_migrations). */
+export async function pendingMigrations(db: Db, sqlDir: string): Promise<string[]> {
+  const versions = (await readdir(sqlDir)).filter((f) => migrationFile.test(f)).map((f) => f.replace(/\.sql$/, ''));
+  const [row] = await db.query<{ known: boolean }>(`SELECT to_regclass('schema_migrations') IS NOT NULL AS known`);
+  if (!row?.known) return versions;
+  const done = new Set((await db.query<{ version: string }>('SELECT version FROM schema_migrations')).map((r) => r.version));
+  return versions.filter((v) => !done.has(v));
+}
+
 /**
  * Loads sql/demo.sql and sql/demo-accounts.sql when the person table is empty; returns whether
  * it did. Only a new database gets the demo accounts, whose passwords are public.

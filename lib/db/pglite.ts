@@ -41,6 +41,7 @@ export async function openPglite(options: PgliteOptions): Promise<Db> {
         (await tx.query<R>(sql, params as unknown[] | undefined)).rows,
       exec: async (sql) => { await tx.exec(sql); },
     })).catch((err: unknown) => { throw classifyError(err); }),
+    stats: () => null,
     close: async () => {
       try {
         await lite.close();

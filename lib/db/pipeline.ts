@@ -66,6 +66,11 @@ export class Pipelines {
     }
   }
 
+  /** Statements sent or waiting for their connection to open, not answered yet. */
+  unanswered(): number {
+    return this.pipes.reduce((sum, pipe) => sum + (pipe ? pipe.waiting + pipe.sent.length : 0), 0);
+  }
+
   /** Says goodbye on idle connections; one with a statement still unanswered is cut, as end() would wait for it. */
   async close(): Promise<void> {
     await Promise.all(this.pipes.map((pipe) => {

@@ -82,6 +82,7 @@ export function openPostgres(options: PostgresOptions): Db {
         onWarning: options.onWarning,
       });
     },
+    stats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, pipelined: pipelines.unanswered() }),
     close: async () => {
       watchdog.stop();
       await Promise.all([pool.end(), pipelines.close()]);

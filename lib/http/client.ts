@@ -24,13 +24,16 @@ export type Trust = (address: string, hop: number) => boolean;
 /** The words TRUSTED_PROXIES knows besides addresses and CIDR ranges. */
 const ranges: Record<string, string[]> = { loopback: ['loopback'], private: ['uniquelocal', 'linklocal'] };
 
-/** TRUSTED_PROXIES as a trust function; null when nobody is trusted. Throws on an entry that is no address. */
-export function compileTrust(list: readonly string[]): Trust | null {
+/**
+ * A list of addresses, CIDR ranges and the words loopback and private as a test of an address;
+ * null for an empty list. setting names the list in the error thrown for an entry that is no address.
+ */
+export function compileTrust(list: readonly string[], setting = 'TRUSTED_PROXIES'): Trust | null {
   if (list.length === 0) return null;
   try {
     return proxyaddr.compile(list.flatMap((entry) => ranges[entry] ?? [entry]));
   } catch (err) {
-    throw new Error(`TRUSTED_PROXIES: ${(err as Error).message}; list addresses, CIDR ranges such as 10.0.0.0/8, loopback or private.`);
+    throw new Error(`${setting}: ${(err as Error).message}; list addresses, CIDR ranges such as 10.0.0.0/8, loopback or private.`);
   }
 }
 

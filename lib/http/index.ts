@@ -4,7 +4,8 @@
 // May import: log.
 export type { Body, BodyReader, BodyType } from './body.ts';
 export { bodyTypeOf, createBodyReader, hasBody, refuseLargeBody } from './body.ts';
-export { listen, runPrimary, runsWorkers } from './cluster.ts';
+export type { Answer } from './cluster.ts';
+export { askPrimary, isStopping, listen, onCollect, runPrimary, runsWorkers } from './cluster.ts';
 export type { FieldError } from './http-error.ts';
 export { HttpError, NoContent, Redirect } from './http-error.ts';
 export { effectiveMethod } from './method-override.ts';

@@ -21,6 +21,8 @@ export interface Exchange {
   viewer: Viewer | null;
   /** The client, behind the trusted proxies if any (client.ts). */
   client: Client;
+  /** What answered, for the metrics: a script's name, static, proxy, probe, or none (refused before). */
+  route: string;
 }
 
 /** The requester as the page header shows them: the name, their own loan list, the log-out token (none for Basic). */
@@ -32,7 +34,7 @@ export interface Viewer {
 }
 
 export function createExchange(req: IncomingMessage, res: ServerResponse, trust: Trust | null): Exchange {
-  return { req, res, bytes: 0, user: null, suffix: null, viewer: null, client: clientOf(req, trust) };
+  return { req, res, bytes: 0, user: null, suffix: null, viewer: null, client: clientOf(req, trust), route: 'none' };
 }
 
 /** The one ETag of the site: a hash of the bytes sent (docs/performance.md, Per request). */

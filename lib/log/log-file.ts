@@ -20,6 +20,8 @@ export class LogFile {
   /** Error codes already reported: each is told once, not once per line. */
   readonly #reported = new Set<string>();
   #closed = false;
+  /** Writes that failed, or were dropped while the file failed, since the start (the metrics). */
+  #failedWrites = 0;
   /**
    * Lines of this turn of the event loop, written together at its end: under load one write
    * carries the lines of many requests, where a write per line cost each request a stream write
@@ -27,7 +29,10 @@ export class LogFile {
    */
   #pending = '';
   #flushTimer: NodeJS.Immediate | null = null;
-  readonly #onStreamError = (err: Error) => this.#report(err);
+  readonly #onStreamError = (err: Error) => {
+    this.#failedWrites++;
+    this.#report(err);
+  };
   readonly #flushNow = () => this.#flush();
 
   constructor(target: string, stream: NodeJS.WritableStream) {
@@ -60,7 +65,10 @@ export class LogFile {
     this.#pending = '';
     if (text === '') return;
     if (this.#failedAt !== 0) {
-      if (Date.now() - this.#failedAt < retryAfterMs) return;
+      if (Date.now() - this.#failedAt < retryAfterMs) {
+        this.#failedWrites++;
+        return;
+      }
       this.#out = this.#openFile();
     }
     this.#out.write(text);
@@ -86,6 +94,11 @@ export class LogFile {
       });
       old.end();
     });
+  }
+
+  /** Writes that failed, or were dropped while the file failed; each carries the lines of one turn of the event loop. */
+  get failedWrites(): number {
+    return this.#failedWrites;
   }
 
   /** Resolves when every line written so far has been handed to the file or stream. */
@@ -115,6 +128,7 @@ export class LogFile {
     // Readable by the owner and the group (adm, for logrotate and log readers), never by everyone.
     const out = createWriteStream(this.#target, { flags: 'a', mode: 0o640 });
     out.on('error', (err) => {
+      this.#failedWrites++;
       if (out === this.#out) this.#failedAt = Date.now();
       this.#report(err);
     });

@@ -47,6 +47,11 @@ export class Logs {
     this.collapseEveryMs = targets.collapseEveryMs ?? 10_000;
   }
 
+  /** Writes to either log that failed since the start (LogFile.failedWrites). */
+  failedWrites(): number {
+    return (this.accessLog?.failedWrites ?? 0) + this.errorLog.failedWrites;
+  }
+
   access(entry: AccessEntry): void {
     this.accessLog?.write(formatAccessLine(entry));
   }

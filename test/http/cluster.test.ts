@@ -1,11 +1,13 @@
 // The process model (lib/http/cluster.ts) on the real program: `npm start` as operators run it.
 // With PostgreSQL, WEB_CONCURRENCY=2 workers: a worker killed under load is replaced and only its
-// requests in flight fail; SIGHUP reopens the logs in every worker. On both backends, SIGTERM
-// lets a slow request finish and exits 0; PGlite refuses more than one worker.
+// requests in flight fail and no connection is left hanging; SIGHUP reopens the logs in every
+// worker; /metrics adds up every worker's; SIGUSR2 replaces the workers under load without a
+// failed request. On both backends, SIGTERM lets a slow request finish, /readyz says 503 from
+// then on, and the process exits 0; PGlite refuses more than one worker.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import http from 'node:http';
-import { readFileSync, renameSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
@@ -65,6 +67,8 @@ describe('worker processes', () => {
     const replacement = Number(/started worker (\d+) in its place/.exec(log)?.[1]);
     await waitFor(running.output, (text) => workerPids(text).includes(replacement), 10_000);
     assert.deepEqual(workerPids(running.output()).filter((pid) => isAlive(pid)).length, 2);
+    // Connections that were on their way to the victim are closed by the primary, not left hanging.
+    assert.deepEqual(closeWaitSockets(running.child.pid as number), []);
   });
 
   test('are forks of the built server with the flags of npm start, as the primary is', onPostgres, async () => {
@@ -94,14 +98,58 @@ describe('worker processes', () => {
   });
 });
 
+describe('the metrics of worker processes', () => {
+  test('are every worker\'s added up, whichever worker is asked', onPostgres, async () => {
+    const line = /^portfolio_http_requests_total\{route="slow",method="GET",status="200"\} (\d+)$/m;
+    const count = async () => Number(line.exec((await rawRequest(running.origin, '/metrics', { headers: { connection: 'close' } })).body)?.[1] ?? 0);
+    const before = await count();
+    // New connections go to the workers in turn.
+    for (let i = 0; i < 10; i++) assert.equal((await rawRequest(running.origin, '/slow.json?ms=1', { headers: { connection: 'close' } })).status, 200);
+    assert.equal(await count(), before + 10);
+  });
+});
+
+describe('a rolling reload (SIGUSR2, npm run reload)', () => {
+  test('replaces every worker under load without a failed request, on new and kept-alive connections', onPostgres, async () => {
+    const old = workerPids(running.output()).filter(isAlive);
+    assert.equal(old.length, 2);
+    const reload = spawn(process.execPath, ['--import', 'tsx', 'bin/reload.ts'], { cwd: root, env: { ...process.env, LOG_DIR: running.logDir, PID_FILE: '' } });
+    // PID_FILE='' turns the pid file off: the reload says so and exits 2.
+    assert.equal(await new Promise((resolve) => reload.once('exit', resolve)), 2);
+    const load = (keepAlive: boolean) => runLoad(running.origin, {
+      concurrency: 4, durationMs: 4000, maxRequests: 4000, at: 500, keepAlive,
+      action: async () => {
+        if (keepAlive) return;
+        const child = spawn(process.execPath, ['--import', 'tsx', 'bin/reload.ts'], { cwd: root, env: { ...process.env, LOG_DIR: running.logDir } });
+        assert.equal(await new Promise((resolve) => child.once('exit', resolve)), 0);
+      },
+    });
+    const [fresh, kept] = await Promise.all([load(false), load(true)]);
+    const log = await waitFor(() => running.readLog('error.log'), (text) => /reloaded: workers/.test(text), 10_000);
+    assert.deepEqual(fresh.filter((o) => !o.ok), []);
+    assert.deepEqual(kept.filter((o) => !o.ok), []);
+    assert.ok(fresh.length >= 50 && kept.length >= 50, `${fresh.length} and ${kept.length} requests`);
+    assert.match(log, /\[app:notice\] \[pid \d+\] reloading: replacing 2 workers one after another\n/);
+    const serving = workerPids(running.output()).filter(isAlive);
+    await waitFor(() => old.filter(isAlive), (alive) => alive.length === 0, 15_000);
+    assert.equal(serving.filter((pid) => !old.includes(pid)).length, 2, `workers ${serving.join(', ')} after ${old.join(', ')}`);
+    assert.deepEqual(closeWaitSockets(running.child.pid as number), []);
+  });
+});
+
 describe('SIGTERM', () => {
   test('stops accepting, lets a slow request finish, and exits 0', async () => {
     const slow = rawRequest(running.origin, '/slow.json?ms=1500', { headers: { connection: 'close' } });
+    // A load balancer's health check on a connection it keeps.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    assert.deepEqual(await readyz(running.origin, agent), { status: 200, body: 'ready\n', connection: 'keep-alive' });
     await new Promise((resolve) => setTimeout(resolve, 300));
     const stoppedAt = performance.now();
     running.child.kill('SIGTERM');
     await new Promise((resolve) => setTimeout(resolve, 300));
     await assert.rejects(rawRequest(running.origin, '/warn.xml?d=1'), { code: 'ECONNREFUSED' });
+    assert.deepEqual(await readyz(running.origin, agent), { status: 503, body: 'not ready: stopping\n', connection: 'close' });
+    agent.destroy();
     const res = await slow;
     assert.equal(res.status, 200);
     assert.equal(JSON.parse(res.body).slept, 1500);
@@ -125,6 +173,17 @@ describe('PGlite', () => {
   });
 });
 
+/** /readyz through agent: the status, the text and whether the connection stays open. */
+function readyz(origin: string, agent: http.Agent): Promise<{ status: number; body: string; connection: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    http.get(`${origin}/readyz`, { agent }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => { body += chunk.toString(); });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, connection: res.headers.connection }));
+    }).on('error', reject);
+  });
+}
+
 function workerPids(output: string): number[] {
   return [...output.matchAll(/worker (\d+) listening on/g)].map((m) => Number(m[1]));
 }
@@ -140,10 +199,10 @@ function isAlive(pid: number): boolean {
 
 interface Outcome { start: number; end: number; ok: boolean; status: number | string }
 
-/** The status of a GET on a new connection, or the error code; bounded by timeoutMs. */
-function getStatus(url: string, timeoutMs: number): Promise<number | string> {
+/** The status of a GET (on a new connection without an agent), or the error code; bounded by timeoutMs. */
+function getStatus(url: string, timeoutMs: number, agent: http.Agent | false = false): Promise<number | string> {
   return new Promise((resolve) => {
-    const req = http.get(url, { agent: false, timeout: timeoutMs }, (res) => {
+    const req = http.get(url, { agent, timeout: timeoutMs }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
       res.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
@@ -153,19 +212,44 @@ function getStatus(url: string, timeoutMs: number): Promise<number | string> {
   });
 }
 
-/** `concurrency` clients, each sending one request per new connection until the time or count is up. */
-async function runLoad(origin: string, options: { concurrency: number; durationMs: number; maxRequests: number; at: number; action: () => Promise<void> }): Promise<Outcome[]> {
+/**
+ * The sockets of a process that the client has closed and the process has not: CLOSE-WAIT
+ * (state 08 in /proc/net/tcp), found through the process's open file descriptors.
+ */
+function closeWaitSockets(pid: number): string[] {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      if (link.startsWith('socket:[')) inodes.add(link.slice(8, -1));
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((table) => readFileSync(table, 'utf8').split('\n').slice(1))
+    .map((row) => row.trim().split(/\s+/))
+    .filter((cells) => cells[3] === '08' && inodes.has(cells[9] ?? ''))
+    .map((cells) => `${cells[1]} <- ${cells[2]}`);
+}
+
+/**
+ * `concurrency` clients, each sending one request per new connection (or, with keepAlive, on
+ * connections it keeps) until the time or count is up.
+ */
+async function runLoad(origin: string, options: { concurrency: number; durationMs: number; maxRequests: number; at: number; keepAlive?: boolean; action: () => Promise<void> }): Promise<Outcome[]> {
   const outcomes: Outcome[] = [];
   const started = performance.now();
   const timer = setTimeout(() => void options.action(), options.at);
+  const agent = options.keepAlive ? new http.Agent({ keepAlive: true }) : false;
   const client = async () => {
     while (performance.now() - started < options.durationMs && outcomes.length < options.maxRequests) {
       const start = performance.now();
-      const status = await getStatus(`${origin}/slow.json?ms=20`, 2000);
+      const status = await getStatus(`${origin}/slow.json?ms=20`, 2000, agent);
       outcomes.push({ start, end: performance.now(), ok: status === 200, status });
     }
   };
   await Promise.all(Array.from({ length: options.concurrency }, client));
   clearTimeout(timer);
+  if (agent) agent.destroy();
   return outcomes;
 }

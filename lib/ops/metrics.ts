@@ -1,0 +1,113 @@
+// Prometheus metrics through prom-client: requests by route, method and status, their latency,
+// the database connections, sessions, refused logins, the log files' failed writes, and Node's
+// own (event-loop lag, heap, garbage collection). With worker processes the worker that is asked
+// gets every ready worker's metrics from the primary, added up (docs/operations.md, Metrics).
+// https://prometheus.io/docs/instrumenting/exposition_formats/
+import cluster from 'node:cluster';
+import type { MetricObjectWithValues, MetricValue } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Db } from '../db/index.ts';
+import type { Exchange } from '../http/index.ts';
+import { askPrimary, onCollect } from '../http/index.ts';
+
+/** What the metrics read from the parts of a running app. */
+export interface MetricSources {
+  db: Db;
+  logFailedWrites: () => number;
+  logins: { failed: number; throttled: number; busy: number };
+  countSessions: () => Promise<{ signedIn: number; anonymous: number }>;
+}
+
+type Json = MetricObjectWithValues<MetricValue<string>>[];
+
+const methods = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS']);
+const contentType = Registry.PROMETHEUS_CONTENT_TYPE;
+
+// Node's own metrics, once per process however many apps it runs (the tests run many).
+let processRegistry: Registry | null = null;
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+export class Metrics {
+  readonly contentType = contentType;
+  private readonly registry = new Registry();
+  private readonly requests: Counter<'route' | 'method' | 'status'>;
+  private readonly duration: Histogram<'route'>;
+
+  constructor(sources: MetricSources) {
+    const registers = [this.registry];
+    this.requests = new Counter({
+      name: 'portfolio_http_requests_total', help: 'Requests answered, by route (a script, static, proxy, probe, none), method and status.',
+      labelNames: ['route', 'method', 'status'], registers,
+    });
+    this.duration = new Histogram({
+      name: 'portfolio_http_request_duration_seconds', help: 'Time from the request to the end of its answer, by route.',
+      labelNames: ['route'], buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers,
+    });
+    new Gauge({
+      name: 'portfolio_db_connections', help: 'PostgreSQL: connections of the pool (total, idle), requests waiting for one (waiting), statements sent on the pipelined connections and unanswered (pipelined).',
+      labelNames: ['state'], registers,
+      collect() {
+        const stats = sources.db.stats();
+        if (!stats) return;
+        for (const state of ['total', 'idle', 'waiting', 'pipelined'] as const) this.set({ state }, stats[state]);
+      },
+    });
+    new Gauge({
+      name: 'portfolio_sessions', help: 'Live login sessions: signed in, and anonymous ones that carry a login form\'s token.',
+      labelNames: ['kind'], registers,
+      // Every worker reads the same table: one worker's answer is the site's.
+      aggregator: 'first',
+      async collect() {
+        const counts = await sources.countSessions().catch(() => null);
+        if (!counts) return;
+        this.set({ kind: 'signed_in' }, counts.signedIn);
+        this.set({ kind: 'anonymous' }, counts.anonymous);
+      },
+    });
+    new Gauge({
+      name: 'portfolio_logins_refused', help: 'Logins refused since the start: wrong name or password (failed), the throttle (throttled, 429), too many checks waiting (busy, 503).',
+      labelNames: ['reason'], registers,
+      collect() {
+        for (const reason of ['failed', 'throttled', 'busy'] as const) this.set({ reason }, sources.logins[reason]);
+      },
+    });
+    new Gauge({
+      name: 'portfolio_log_failed_writes', help: 'Writes to the access or error log that failed (a full disk, permissions) since the start; their lines are lost.',
+      registers,
+      collect() {
+        this.set(sources.logFailedWrites());
+      },
+    });
+    if (cluster.isWorker) onCollect(() => this.json());
+  }
+
+  /** One exchange, when its answer is done. */
+  record(ex: Exchange, seconds: number): void {
+    const method = methods.has(ex.req.method ?? '') ? (ex.req.method as string) : 'other';
+    this.requests.inc({ route: ex.route, method, status: String(ex.res.statusCode) });
+    this.duration.observe({ route: ex.route }, seconds);
+  }
+
+  /** The site's metrics in Prometheus's text format: this process's, or every worker's added up. */
+  async text(): Promise<string> {
+    if (cluster.isWorker) return (await askPrimary('metrics')) as string;
+    return (await processMetrics().metrics()) + (await this.registry.metrics());
+  }
+
+  private async json(): Promise<Json> {
+    const [own, node] = await Promise.all([this.registry.getMetricsAsJSON(), processMetrics().getMetricsAsJSON()]);
+    return [...node, ...own] as Json;
+  }
+}
+
+/** The primary's answer to a worker that asks for the metrics: every ready worker's, added up. */
+export async function clusterMetrics(gather: () => Promise<unknown[]>): Promise<string> {
+  const parts = (await gather()) as Json[];
+  return AggregatorRegistry.aggregate(parts).metrics();
+}
