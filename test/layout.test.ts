@@ -123,11 +123,13 @@ describe('the front and the map', () => {
 });
 
 describe('the test suites', () => {
-  test('every test file runs in npm test or npm run test:robustness', () => {
+  test('every test file runs in npm test, npm run test:robustness or npm run test:topology, and CI runs all three', () => {
     const scripts = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).scripts as Record<string, string>;
-    const globs = `${scripts.test} ${scripts['test:robustness']}`.split(/\s+/).filter((word) => word.startsWith('test/'));
+    const globs = `${scripts.test} ${scripts['test:robustness']} ${scripts['test:topology']}`.split(/\s+/).filter((word) => word.startsWith('test/'));
     const matches = (file: string, glob: string) => new RegExp(`^${glob.replace(/\./g, '\\.').replace(/\*/g, '[^/]*')}$`).test(file);
     const unreached = tracked.filter((f) => f.endsWith('.test.ts') && !globs.some((g) => matches(f, g)));
     assert.deepEqual(unreached, []);
+    const ci = readFileSync(path.join(root, '.ci', 'run'), 'utf8');
+    for (const line of ['npm test', 'npm run test:robustness', 'npm run test:topology']) assert.match(ci, new RegExp(`^(DATABASE_URL=\\S+ )?${line}$`, 'm'), line);
   });
 });
