@@ -1,9 +1,10 @@
--- Logins counted per account name and per client address in a fixed window, in the database
--- so that every worker process sees the same counts (lib/auth/login-throttle.ts).
+-- Failed logins counted per pair of account name and client address, and per client address, in
+-- a fixed window, in the database so that every worker process and instance sees the same
+-- counts (lib/auth/login-throttle.ts).
 CREATE TABLE login_attempt (
-  -- 'user:<lower-case name>' or 'address:<client IP>'
+  -- 'pair:<lower-case name>|<client IP>' or 'address:<client IP>'
   key          text PRIMARY KEY,
-  -- Attempts in the current window that did not succeed (each is counted before it is checked).
+  -- Attempts in the current window whose password check failed.
   failures     integer NOT NULL,
   window_start timestamptz NOT NULL
 );
