@@ -18,7 +18,7 @@ import {
 } from './lib/http/index.ts';
 import type { AccessEntry } from './lib/log/index.ts';
 import { Logs } from './lib/log/index.ts';
-import { clusterMetrics, Metrics, Probes } from './lib/ops/index.ts';
+import { clusterMetrics, foldMetrics, Metrics, Probes } from './lib/ops/index.ts';
 import { formatsOf, problemOf, renderProblem, respond, Templates } from './lib/render/index.ts';
 import { loadRules, rewriteRequest } from './lib/rewrite/index.ts';
 import { scriptOf } from './lib/script-name.ts';
@@ -205,7 +205,7 @@ export async function start(config: Config = readConfig()): Promise<void> {
       const say = (message: string) => console.error(`portfolio: ${message}`);
       const db = await openDatabase(config, { onError: (err) => say(`database connection error: ${err.message}`), onWarning: say });
       await prepareDatabase(db, config).finally(() => db.close());
-    }, { metrics: clusterMetrics });
+    }, { answers: { metrics: clusterMetrics }, fold: foldMetrics });
   }
   const app = await createApp(config);
   await listen(app, config, config.databaseUrl ? 'PostgreSQL' : `PGlite in ${config.dataDir}`);

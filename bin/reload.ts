@@ -21,6 +21,18 @@ function main(): number {
     console.error(`portfolio reload: ${pidFile} does not hold a process id.`);
     return 1;
   }
+  // A pid file left by a server that was killed may name another program by now, which
+  // SIGUSR2 would end: only a running portfolio server is signalled.
+  let command = '';
+  try {
+    command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+  } catch {
+    command = '';
+  }
+  if (command !== '' && !/\bserver\.(js|ts)\b/.test(command)) {
+    console.error(`portfolio reload: process ${pid} from ${pidFile} is not the server (${command.slice(0, 100)}); a stale pid file, left alone.`);
+    return 1;
+  }
   try {
     process.kill(pid, 'SIGUSR2');
   } catch (err) {

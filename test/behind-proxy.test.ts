@@ -63,6 +63,14 @@ describe('the client a trusted proxy names', () => {
     assert.match(access, /^2001:db8:cafe::17 - - \[[^\]]+\] "GET \/werk\/7 HTTP\/1\.1" 200 /m);
   });
 
+  test('Forwarded beside X-Forwarded-For is not read: a proxy that appends to one passes the other on from the client', async () => {
+    await fetch(`${server.origin}/werk/8?both`, { headers: from('198.51.100.77', { forwarded: 'for=127.0.0.1' }) });
+    const access = await waitFor(server.accessLog, (log) => log.includes('/werk/8?both'));
+    assert.match(access, /^198\.51\.100\.77 - - \[[^\]]+\] "GET \/werk\/8\?both HTTP\/1\.1" 200 /m);
+    // The client's own Forwarded cannot make it loopback, which /metrics would answer.
+    assert.equal((await fetch(`${server.origin}/metrics`, { headers: from('198.51.100.77', { forwarded: 'for=127.0.0.1' }) })).status, 404);
+  });
+
   test('over https at the proxy: links are https, the login cookie Secure, the https Origin accepted', async () => {
     const https = { 'x-forwarded-proto': 'https' };
     const person = await rawRequest(server.origin, '/person/max-muster.json', { headers: { host: 'localhost', ...https } });

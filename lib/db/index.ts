@@ -12,7 +12,7 @@ export { beginWithMark, findCommitOutcome } from './commit-outcome.ts';
 export { DataVersion, ResultCache } from './data-version.ts';
 export type { Db, PoolStats, QueryOptions, Queryable } from './db.ts';
 export { DbInputError, DbUnavailableError } from './db.ts';
-export { migrate, pendingMigrations, prepareDatabase } from './migrate.ts';
+export { migrate, migrationVersions, pendingMigrations, prepareDatabase } from './migrate.ts';
 export { openPglite } from './pglite.ts';
 export { openPostgres } from './postgres.ts';
 

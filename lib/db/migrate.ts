@@ -37,9 +37,13 @@ export async function migrate(db: Db, sqlDir: string): Promise<string[]> {
   });
 }
 
-/** The migrations of sqlDir that the database has not applied (all of them without schema_migrations). */
-export async function pendingMigrations(db: Db, sqlDir: string): Promise<string[]> {
-  const versions = (await readdir(sqlDir)).filter((f) => migrationFile.test(f)).map((f) => f.replace(/\.sql$/, ''));
+/** The versions of the migration files in sqlDir (001_schema …), in order. */
+export async function migrationVersions(sqlDir: string): Promise<string[]> {
+  return (await readdir(sqlDir)).filter((f) => migrationFile.test(f)).sort().map((f) => f.replace(/\.sql$/, ''));
+}
+
+/** Those of versions that the database has not applied (all of them without schema_migrations). */
+export async function pendingMigrations(db: Db, versions: string[]): Promise<string[]> {
   const [row] = await db.query<{ known: boolean }>(`SELECT to_regclass('schema_migrations') IS NOT NULL AS known`);
   if (!row?.known) return versions;
   const done = new Set((await db.query<{ version: string }>('SELECT version FROM schema_migrations')).map((r) => r.version));

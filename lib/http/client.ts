@@ -69,10 +69,14 @@ interface Forwarded {
   host: string | null;
 }
 
-/** The forwarding headers: RFC 7239's Forwarded when sent, else the X-Forwarded-* ones; a string says what is wrong. */
+/**
+ * The forwarding headers: the X-Forwarded-* ones, which nginx and HAProxy set, or RFC 7239's
+ * Forwarded when there is no X-Forwarded-For. Never Forwarded beside X-Forwarded-For: a proxy
+ * that appends to one passes the other on as the client sent it. A string says what is wrong.
+ */
 function readForwarded(req: IncomingMessage): Forwarded | string {
   const header = req.headers.forwarded;
-  if (header !== undefined) return readRfc7239(header);
+  if (header !== undefined && req.headers['x-forwarded-for'] === undefined) return readRfc7239(header);
   const list = String(req.headers['x-forwarded-for'] ?? '').split(',').map((a) => a.trim()).filter((a) => a !== '');
   const bad = list.find((a) => net.isIP(a) === 0);
   if (bad !== undefined) return `X-Forwarded-For names "${bad.slice(0, 60)}", which is no address`;

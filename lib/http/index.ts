@@ -4,8 +4,10 @@
 // May import: log.
 export type { Body, BodyReader, BodyType } from './body.ts';
 export { bodyTypeOf, createBodyReader, hasBody, refuseLargeBody } from './body.ts';
-export type { Answer } from './cluster.ts';
-export { askPrimary, isStopping, listen, onCollect, runPrimary, runsWorkers } from './cluster.ts';
+export { askPrimary, isStopping, listen, onCollect, runsWorkers } from './cluster.ts';
+export type { PrimaryOptions } from './primary.ts';
+export { runPrimary } from './primary.ts';
+export type { Answer } from './process-model.ts';
 export type { FieldError } from './http-error.ts';
 export { HttpError, NoContent, Redirect } from './http-error.ts';
 export { effectiveMethod } from './method-override.ts';

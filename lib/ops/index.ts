@@ -2,5 +2,5 @@
 // /metrics), answered before the Host check and the rewrite table, and the metrics recorded for
 // every exchange.
 // May import: db, http, log.
-export { clusterMetrics, Metrics } from './metrics.ts';
+export { clusterMetrics, foldMetrics, Metrics } from './metrics.ts';
 export { Probes } from './probes.ts';

@@ -1,7 +1,8 @@
 // Prometheus metrics through prom-client: requests by route, method and status, their latency,
 // the database connections, sessions, refused logins, the log files' failed writes, and Node's
 // own (event-loop lag, heap, garbage collection). With worker processes the worker that is asked
-// gets every ready worker's metrics from the primary, added up (docs/operations.md, Metrics).
+// gets every worker's metrics from the primary, added up, with the counts of workers that are
+// gone (docs/operations.md, Health and metrics).
 // https://prometheus.io/docs/instrumenting/exposition_formats/
 import cluster from 'node:cluster';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
@@ -70,18 +71,21 @@ export class Metrics {
         this.set({ kind: 'anonymous' }, counts.anonymous);
       },
     });
-    new Gauge({
-      name: 'portfolio_logins_refused', help: 'Logins refused since the start: wrong name or password (failed), the throttle (throttled, 429), too many checks waiting (busy, 503).',
+    // Counted where they happen (lib/auth, lib/log) and read here on each scrape.
+    new Counter({
+      name: 'portfolio_logins_refused_total', help: 'Logins refused: wrong name or password (failed), the throttle (throttled, 429), too many checks waiting (busy, 503).',
       labelNames: ['reason'], registers,
       collect() {
-        for (const reason of ['failed', 'throttled', 'busy'] as const) this.set({ reason }, sources.logins[reason]);
+        this.reset();
+        for (const reason of ['failed', 'throttled', 'busy'] as const) this.inc({ reason }, sources.logins[reason]);
       },
     });
-    new Gauge({
-      name: 'portfolio_log_failed_writes', help: 'Writes to the access or error log that failed (a full disk, permissions) since the start; their lines are lost.',
+    new Counter({
+      name: 'portfolio_log_failed_writes_total', help: 'Writes to the access or error log that failed (a full disk, permissions); their lines are lost.',
       registers,
       collect() {
-        this.set(sources.logFailedWrites());
+        this.reset();
+        this.inc(sources.logFailedWrites());
       },
     });
     if (cluster.isWorker) onCollect(() => this.json());
@@ -106,8 +110,22 @@ export class Metrics {
   }
 }
 
-/** The primary's answer to a worker that asks for the metrics: every ready worker's, added up. */
+/** The primary's answer to a worker that asks for the metrics: every worker's, added up. */
 export async function clusterMetrics(gather: () => Promise<unknown[]>): Promise<string> {
-  const parts = (await gather()) as Json[];
-  return AggregatorRegistry.aggregate(parts).metrics();
+  return AggregatorRegistry.aggregate(metricsOf(await gather())).metrics();
+}
+
+/**
+ * The primary's fold of what workers that are gone gave last: their counters and histograms
+ * added up, so that a reload does not make the sums fall (which Prometheus reads as a reset).
+ * Gauges (connections, heap) end with their worker.
+ */
+export async function foldMetrics(values: unknown[]): Promise<unknown> {
+  const added = await AggregatorRegistry.aggregate(metricsOf(values)).getMetricsAsJSON();
+  return added.filter((metric) => String(metric.type) === 'counter' || String(metric.type) === 'histogram');
+}
+
+/** The values that are metrics: a worker that failed to collect gave none. */
+function metricsOf(values: unknown[]): Json[] {
+  return values.filter((value): value is Json => Array.isArray(value));
 }

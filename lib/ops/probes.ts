@@ -4,7 +4,7 @@
 // second, /metrics answers 404 to every address outside METRICS_ALLOW.
 import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
-import { pendingMigrations } from '../db/index.ts';
+import { migrationVersions, pendingMigrations } from '../db/index.ts';
 import type { Exchange, Trust } from '../http/index.ts';
 import { basePathOf, compileTrust, isStopping, sendBody, sendEmpty } from '../http/index.ts';
 import type { Metrics } from './metrics.ts';
@@ -31,6 +31,8 @@ export class Probes {
   private readonly metricsAllow: Trust | null;
   private readiness: Readiness | null = null;
   private checking: Promise<Readiness> | null = null;
+  private asking: Promise<string> | null = null;
+  private versions: string[] | null = null;
 
   constructor(private readonly config: Config, private readonly db: Db, private readonly metrics: Metrics) {
     const base = basePathOf(config);
@@ -84,13 +86,26 @@ export class Probes {
     const late = new Promise<string>((resolve) => {
       timer = setTimeout(() => resolve(`the database did not answer within ${readyTimeoutMs} ms`), readyTimeoutMs);
     });
-    const asked = pendingMigrations(this.db, this.config.sqlDir).then(
-      (pending) => (pending.length === 0 ? '' : `migrations not applied: ${pending.join(', ')}`),
-      // Not the error itself: the answer is public, and the error may name hosts.
-      () => 'the database is unavailable',
-    );
-    const reason = await Promise.race([asked, late]);
+    // A database that hangs gets no second question while the first still waits.
+    this.asking ??= this.askDatabase().finally(() => {
+      this.asking = null;
+    });
+    const reason = await Promise.race([this.asking, late]);
     clearTimeout(timer);
     return { ready: reason === '', reason, at: Date.now() };
+  }
+
+  /** '' when every migration this process knows is applied; otherwise why not. */
+  private async askDatabase(): Promise<string> {
+    // The migrations of sql/ when this process first asked: files copied there for the next
+    // deploy do not make a running instance unready.
+    this.versions ??= await migrationVersions(this.config.sqlDir);
+    try {
+      const pending = await pendingMigrations(this.db, this.versions);
+      return pending.length === 0 ? '' : `migrations not applied: ${pending.join(', ')}`;
+    } catch {
+      // Not the error itself: the answer is public, and the error may name hosts.
+      return 'the database is unavailable';
+    }
   }
 }

@@ -100,42 +100,75 @@ describe('worker processes', () => {
 
 describe('the metrics of worker processes', () => {
   test('are every worker\'s added up, whichever worker is asked', onPostgres, async () => {
-    const line = /^portfolio_http_requests_total\{route="slow",method="GET",status="200"\} (\d+)$/m;
-    const count = async () => Number(line.exec((await rawRequest(running.origin, '/metrics', { headers: { connection: 'close' } })).body)?.[1] ?? 0);
-    const before = await count();
+    const before = await answeredSlow();
     // New connections go to the workers in turn.
     for (let i = 0; i < 10; i++) assert.equal((await rawRequest(running.origin, '/slow.json?ms=1', { headers: { connection: 'close' } })).status, 200);
-    assert.equal(await count(), before + 10);
+    assert.equal(await answeredSlow(), before + 10);
   });
 });
 
 describe('a rolling reload (SIGUSR2, npm run reload)', () => {
-  test('replaces every worker under load without a failed request, on new and kept-alive connections', onPostgres, async () => {
+  test('replaces every worker under load without a failed request, on new and kept-alive connections, and keeps their counts', onPostgres, async () => {
     const old = workerPids(running.output()).filter(isAlive);
     assert.equal(old.length, 2);
+    const before = await answeredSlow();
     const reload = spawn(process.execPath, ['--import', 'tsx', 'bin/reload.ts'], { cwd: root, env: { ...process.env, LOG_DIR: running.logDir, PID_FILE: '' } });
     // PID_FILE='' turns the pid file off: the reload says so and exits 2.
     assert.equal(await new Promise((resolve) => reload.once('exit', resolve)), 2);
+    let reloadExit: unknown = null;
     const load = (keepAlive: boolean) => runLoad(running.origin, {
       concurrency: 4, durationMs: 4000, maxRequests: 4000, at: 500, keepAlive,
       action: async () => {
         if (keepAlive) return;
         const child = spawn(process.execPath, ['--import', 'tsx', 'bin/reload.ts'], { cwd: root, env: { ...process.env, LOG_DIR: running.logDir } });
-        assert.equal(await new Promise((resolve) => child.once('exit', resolve)), 0);
+        reloadExit = await new Promise((resolve) => child.once('exit', resolve));
       },
     });
     const [fresh, kept] = await Promise.all([load(false), load(true)]);
+    assert.equal(reloadExit, 0);
     const log = await waitFor(() => running.readLog('error.log'), (text) => /reloaded: workers/.test(text), 10_000);
     assert.deepEqual(fresh.filter((o) => !o.ok), []);
     assert.deepEqual(kept.filter((o) => !o.ok), []);
     assert.ok(fresh.length >= 50 && kept.length >= 50, `${fresh.length} and ${kept.length} requests`);
     assert.match(log, /\[app:notice\] \[pid \d+\] reloading: replacing 2 workers one after another\n/);
-    const serving = workerPids(running.output()).filter(isAlive);
+    // The old workers finish and exit; exactly two new ones serve.
     await waitFor(() => old.filter(isAlive), (alive) => alive.length === 0, 15_000);
-    assert.equal(serving.filter((pid) => !old.includes(pid)).length, 2, `workers ${serving.join(', ')} after ${old.join(', ')}`);
+    const serving = workerPids(running.output()).filter(isAlive);
+    assert.equal(serving.length, 2, `workers ${serving.join(', ')} after ${old.join(', ')}`);
+    assert.ok(serving.every((pid) => !old.includes(pid)));
     assert.deepEqual(closeWaitSockets(running.child.pid as number), []);
+    // Every request answered counts, those of the old workers too: the sums never fall.
+    assert.equal(await answeredSlow(), before + fresh.length + kept.length);
+  });
+
+  test('a worker that dies during a reload is replaced once, by the reload', onPostgres, async () => {
+    const old = workerPids(running.output()).filter(isAlive);
+    const reloads = () => (running.readLog('error.log').match(/reloaded: workers/g) ?? []).length;
+    const done = reloads();
+    process.kill(running.child.pid as number, 'SIGUSR2');
+    // The second old worker dies while the reload starts the first new one.
+    process.kill(old[1] as number, 'SIGKILL');
+    await waitFor(reloads, (count) => count > done, 15_000);
+    await waitFor(() => old.filter(isAlive), (alive) => alive.length === 0, 15_000);
+    assert.equal(workerPids(running.output()).filter(isAlive).length, 2);
+    assert.match(running.readLog('error.log'), new RegExp(`worker ${old[1]} died \\(signal SIGKILL\\) during the reload; a new worker takes its place`));
+    for (let i = 0; i < 4; i++) assert.equal((await rawRequest(running.origin, '/slow.json?ms=1', { headers: { connection: 'close' } })).status, 200);
+  });
+
+  test('SIGUSR2 sent to a worker (systemctl kill, pkill) leaves it serving', onPostgres, async () => {
+    const [worker] = workerPids(running.output()).filter(isAlive);
+    process.kill(worker as number, 'SIGUSR2');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.ok(isAlive(worker as number));
+    for (let i = 0; i < 4; i++) assert.equal((await rawRequest(running.origin, '/slow.json?ms=1', { headers: { connection: 'close' } })).status, 200);
   });
 });
+
+/** How many /slow.json requests the instance answered 200, from /metrics. */
+async function answeredSlow(): Promise<number> {
+  const body = (await rawRequest(running.origin, '/metrics', { headers: { connection: 'close' } })).body;
+  return Number(/^portfolio_http_requests_total\{route="slow",method="GET",status="200"\} (\d+)$/m.exec(body)?.[1] ?? 0);
+}
 
 describe('SIGTERM', () => {
   test('stops accepting, lets a slow request finish, and exits 0', async () => {

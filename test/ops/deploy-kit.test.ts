@@ -46,7 +46,8 @@ describe('the nginx site', () => {
   test('passes what the load balancer needs: forwarded headers, retries, no /metrics', () => {
     const site = read('nginx/portfolio.conf');
     for (const line of ['proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;', 'proxy_set_header X-Forwarded-Proto $scheme;',
-      'proxy_set_header Host $http_host;', 'proxy_next_upstream error timeout http_502 http_503;', 'keepalive_timeout 4s;']) {
+      'proxy_set_header Host $http_host;', 'proxy_set_header Forwarded "";', 'proxy_set_header X-Forwarded-Host "";',
+      'proxy_next_upstream error timeout;', 'keepalive_timeout 4s;']) {
       assert.ok(site.includes(line), line);
     }
     assert.match(site, /location = \/metrics \{\s+return 404;/);
@@ -61,21 +62,22 @@ describe('the HAProxy config', () => {
     const run = spawnSync('/usr/sbin/haproxy', ['-c', '-f', path.join(dir, 'haproxy.cfg')], { encoding: 'utf8' });
     assert.equal(run.status, 0, run.stdout + run.stderr);
     assert.match(config, /option httpchk GET \/readyz/);
-    assert.match(config, /option forwardfor/);
+    assert.match(config, /option forwardfor\n\s+http-request del-header Forwarded\n\s+http-request del-header X-Forwarded-Host\n/);
   });
 });
 
 describe('the systemd unit', () => {
   const skip = missingTool('/usr/bin/systemd-analyze', 'systemd');
   test('passes systemd-analyze verify, with the hardening and the signals the server knows', { skip }, () => {
-    const unit = path.join(dir, 'portfolio.service');
-    writeFileSync(unit, read('systemd/portfolio.service'));
+    // An instance of the template, as `systemctl enable portfolio@8081` makes it.
+    const unit = path.join(dir, 'portfolio@8081.service');
+    writeFileSync(unit, read('systemd/portfolio@.service'));
     const run = spawnSync('/usr/bin/systemd-analyze', ['verify', unit], { encoding: 'utf8' });
     assert.equal(run.status, 0, run.stderr);
     assert.equal(run.stderr, '');
-    const text = read('systemd/portfolio.service');
-    for (const line of ['KillMode=mixed', 'ProtectSystem=strict', 'NoNewPrivileges=yes', 'ReadWritePaths=/var/log/portfolio /var/lib/portfolio',
-      'ExecReload=/bin/kill -USR2 $MAINPID']) {
+    const text = read('systemd/portfolio@.service');
+    for (const line of ['KillMode=mixed', 'ProtectSystem=strict', 'NoNewPrivileges=yes', 'LogsDirectory=portfolio/%i', 'StateDirectory=portfolio',
+      'RuntimeDirectory=portfolio-%i', 'ExecReload=/bin/kill -USR2 $MAINPID']) {
       assert.ok(text.split('\n').includes(line), line);
     }
     const settings = settingsRead();

@@ -64,8 +64,8 @@ describe('/metrics', () => {
     assert.ok(value('portfolio_http_requests_total{route="person",method="GET",status="404"}') >= 1);
     assert.ok(value('portfolio_http_request_duration_seconds_count{route="person"}') >= 2);
     assert.match(res.body, /^portfolio_sessions\{kind="signed_in"\} \d+$/m);
-    assert.match(res.body, /^portfolio_logins_refused\{reason="throttled"\} 0$/m);
-    assert.match(res.body, /^portfolio_log_failed_writes 0$/m);
+    assert.match(res.body, /^portfolio_logins_refused_total\{reason="throttled"\} 0$/m);
+    assert.match(res.body, /^portfolio_log_failed_writes_total 0$/m);
     assert.match(res.body, /^nodejs_eventloop_lag_p99_seconds [\d.e-]+$/m);
     assert.match(res.body, /^nodejs_heap_size_used_bytes \d+$/m);
     if (server.db.kind === 'postgres') assert.match(res.body, /^portfolio_db_connections\{state="total"\} \d+$/m);

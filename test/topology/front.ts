@@ -1,7 +1,13 @@
 // Test support for the topology tests: a self-signed certificate, nginx and HAProxy started from
 // the configs in deploy/ (only addresses and paths changed), and a load generator that drives the
-// mixed traffic of a library catalogue's users through them over TLS, each request claiming a
-// client address of its own in X-Forwarded-For and naming itself in User-Agent.
+// mixed traffic of a library catalogue's users through them over TLS, each request naming itself
+// in User-Agent.
+//
+// Two layers of proxies, as behind a CDN: the load generator (on 127.0.0.1) plays the outer one
+// and says in X-Forwarded-For which client each request comes from; nginx or HAProxy believe
+// 127.0.0.1 only, and reach the instances from 127.0.0.2 (proxyAddress), the one address the
+// instances trust. Some requests also carry what a forging client would send (an address of its
+// choice in front, Forwarded, X-Forwarded-Host): it must change nothing.
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -43,6 +49,9 @@ export function edit(text: string, changes: [string | RegExp, string][]): string
   return result;
 }
 
+/** The address nginx and HAProxy reach the instances from: TRUSTED_PROXIES of the instances. */
+export const proxyAddress = '127.0.0.2';
+
 export interface Front {
   /** https://localhost:<port> */
   origin: string;
@@ -62,6 +71,7 @@ export async function startNginx(dir: string, tls: { cert: string; key: string }
     [/listen \[::\]:443 ssl http2;/, ''],
     ['/etc/ssl/certs/example.org.pem', tls.cert],
     ['/etc/ssl/private/example.org.key', tls.key],
+    ['proxy_pass http://portfolio;', `proxy_pass http://portfolio;\n        proxy_bind ${proxyAddress};`],
   ]);
   writeFileSync(path.join(dir, 'site.conf'), site);
   writeFileSync(path.join(dir, 'nginx.conf'), `worker_processes 2;
@@ -69,6 +79,10 @@ pid ${dir}/nginx.pid;
 error_log ${dir}/nginx-error.log warn;
 events { worker_connections 1024; }
 http {
+  # The outer proxy: the load generator.
+  set_real_ip_from 127.0.0.1;
+  real_ip_header X-Forwarded-For;
+  real_ip_recursive on;
   log_format upstreams '$remote_addr "$request" $status upstream=$upstream_addr/$upstream_status';
   access_log ${dir}/nginx-access.log upstreams;
   client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi;
@@ -88,6 +102,9 @@ export async function startHaproxy(dir: string, tls: { pem: string }, upstreams:
     ['bind :443 ssl crt /etc/haproxy/certs/example.org.pem', `bind 127.0.0.1:${port} ssl crt ${tls.pem}`],
     ['server app1 127.0.0.1:8081', `server app1 127.0.0.1:${upstreams[0]}`],
     ['server app2 127.0.0.1:8082', `server app2 127.0.0.1:${upstreams[1]}`],
+    // The outer proxy (the load generator) names the client.
+    ['default_backend portfolio', 'http-request set-src hdr_ip(x-forwarded-for,-1) if { src 127.0.0.1 }\n    default_backend portfolio'],
+    ['balance roundrobin', `balance roundrobin\n    source ${proxyAddress}`],
   ]);
   const file = path.join(dir, 'haproxy.cfg');
   writeFileSync(file, config);
@@ -184,10 +201,14 @@ export async function driveTraffic(origin: string, ca: string, options: { client
         outcomes.push(outcome);
         resolve({ outcome, body: text, headers: responseHeaders });
       };
+      // One request in ten forges: what the client sent comes before what the outer proxy adds.
+      const forged = Math.random() < 0.1
+        ? { 'x-forwarded-for': `${proxyAddress}, ${claimed}`, forwarded: `for=${proxyAddress}`, 'x-forwarded-host': 'evil.example' }
+        : { 'x-forwarded-for': claimed };
       const req = https.request(`${origin}${target}`, {
         // localhost is the site's name; the fronts listen on 127.0.0.1 only.
         method, agent, servername: 'localhost', family: 4, timeout: 15_000,
-        headers: { 'x-forwarded-for': claimed, 'user-agent': `topology/${id}`, host, ...headers },
+        headers: { ...forged, 'user-agent': `topology/${id}`, host, ...headers },
       }, (res) => {
         let text = '';
         res.setEncoding('utf8');

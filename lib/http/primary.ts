@@ -1,0 +1,307 @@
+// The primary of WEB_CONCURRENCY=N worker processes, as Apache's prefork parent: it prepares the
+// database once, owns the port and hands each connection it accepts to one worker in turn; it
+// replaces a worker that dies, replaces them all one after another on SIGUSR2 (a rolling reload),
+// stops gracefully on SIGTERM and passes SIGHUP on. It also answers what a worker asks (every
+// worker's metrics, gathered from all of them). docs/operations.md, Processes and signals.
+import cluster, { type Worker } from 'node:cluster';
+import net from 'node:net';
+import type { Config } from '../config.ts';
+import { Logs } from '../log/index.ts';
+import type { Answer, Message } from './process-model.ts';
+import { addressOf, collectTimeoutMs, drainMs, graceMs, writePidFile } from './process-model.ts';
+
+// Connections held while no worker is ready (all starting or replaced at once).
+const maxWaiting = 1000;
+// A worker of a reload that has not said it is ready in this time has failed to start.
+const startTimeoutMs = 60_000;
+
+export interface PrimaryOptions {
+  /** What a worker may ask the primary, by question. */
+  answers?: Record<string, Answer>;
+  /**
+   * Folds what workers that are gone gave last (their metrics) into one value, which gather()
+   * keeps returning beside the live workers' values: their counts do not vanish from the sums.
+   */
+  fold?: (values: unknown[]) => Promise<unknown>;
+}
+
+/** Prepares (migrations) once, listens, forks the workers and keeps them running until SIGTERM. */
+export async function runPrimary(config: Config, prepare: () => Promise<void>, options: PrimaryOptions = {}): Promise<void> {
+  await prepare();
+  // Paused: the bytes a client sends are read by the worker that gets the connection.
+  const listener = net.createServer({ pauseOnConnect: true });
+  await new Promise<void>((resolve, reject) => {
+    listener.once('error', reject);
+    listener.listen(config.port, config.host, resolve);
+  });
+  writePidFile(config.pidFile);
+  new Primary(config, listener, options).start();
+}
+
+interface Collect { values: unknown[]; missing: Set<Worker>; done: () => void }
+
+class Primary {
+  private readonly logs: Logs;
+  private readonly address: string;
+  private stopping = false;
+  private reloading = false;
+  /** Workers that serve, in turn. */
+  private readonly ready: Worker[] = [];
+  private readonly waiting: net.Socket[] = [];
+  private turn = 0;
+  /** Connections handed to each worker and not yet taken, oldest first. */
+  private readonly handing = new Map<Worker, net.Socket[]>();
+  /** Workers told to finish by a reload: not replaced when they exit. */
+  private readonly retiring = new Set<Worker>();
+  /** Old workers of the reload under way, not yet retired: one that dies is replaced by the reload. */
+  private readonly replacing = new Set<Worker>();
+  /** New workers of a reload that have not said they are ready. */
+  private readonly arriving = new Map<Worker, (isReady: boolean) => void>();
+  private readonly collects = new Map<number, Collect>();
+  private nextCollect = 0;
+  /** Each worker's last collected value, and its final one when it stops. */
+  private readonly lastSeen = new Map<Worker, unknown>();
+  /** What the workers that are gone gave last, folded into one; undefined before any left. */
+  private departed: unknown = undefined;
+  private folding: Promise<void> = Promise.resolve();
+
+  constructor(private readonly config: Config, private readonly listener: net.Server, private readonly options: PrimaryOptions) {
+    this.logs = new Logs({ error: config.errorLog });
+    this.address = addressOf(listener);
+  }
+
+  start(): void {
+    this.listener.on('connection', (socket: net.Socket) => this.handOff(socket));
+    cluster.on('message', (worker, message: Message) => this.onMessage(worker, message));
+    cluster.on('exit', (worker, code, signal) => this.onExit(worker, code, signal));
+    process.on('SIGTERM', () => this.stop());
+    process.on('SIGINT', () => this.stop());
+    process.on('SIGUSR2', () => void this.reload());
+    process.on('SIGHUP', () => {
+      this.logs.reopen();
+      for (const worker of this.workers()) worker.process.kill('SIGHUP');
+    });
+    for (let i = 0; i < this.config.webConcurrency; i++) this.fork();
+    console.log(`portfolio: primary ${process.pid} runs ${this.config.webConcurrency} workers on ${this.address}/`);
+  }
+
+  private log(message: string, level: 'error' | 'warn' | 'notice' = 'error'): void {
+    this.logs.error(message, { level });
+  }
+
+  private fork(): Worker {
+    return cluster.fork({ PORTFOLIO_ADDRESS: this.address });
+  }
+
+  private workers(): Worker[] {
+    return Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+  }
+
+  private handOff(socket: net.Socket): void {
+    const worker = this.ready[this.turn++ % Math.max(1, this.ready.length)];
+    if (!worker) {
+      if (this.waiting.length < maxWaiting) this.waiting.push(socket);
+      else socket.destroy();
+      return;
+    }
+    // The primary keeps its copy until the worker says it took the connection (in order, as
+    // they were sent), and closes the copies a worker that died did not take: the client gets a
+    // reset instead of a connection left hanging in CLOSE-WAIT.
+    const queue = this.handing.get(worker) ?? [];
+    this.handing.set(worker, queue);
+    queue.push(socket);
+    worker.send({ portfolio: 'connection' } satisfies Message, socket, { keepOpen: true }, (err) => {
+      if (!err) return;
+      // Never sent, so never taken: out of the queue, or the next 'took' would close another.
+      const at = queue.indexOf(socket);
+      if (at !== -1) queue.splice(at, 1);
+      socket.destroy();
+    });
+  }
+
+  private onMessage(worker: Worker, message: Message): void {
+    switch (message?.portfolio) {
+      case 'took':
+        this.handing.get(worker)?.shift()?.destroy();
+        return;
+      case 'ready':
+        this.arriving.get(worker)?.(true);
+        if (this.stopping) return;
+        this.ready.push(worker);
+        for (const socket of this.waiting.splice(0)) this.handOff(socket);
+        return;
+      case 'collected': {
+        this.lastSeen.set(worker, message.value);
+        const collect = this.collects.get(message.id);
+        if (!collect?.missing.delete(worker)) return;
+        collect.values.push(message.value);
+        if (collect.missing.size === 0) collect.done();
+        return;
+      }
+      case 'final':
+        this.lastSeen.set(worker, message.value);
+        return;
+      case 'ask': {
+        const { id, question } = message;
+        const reply = (result: { value?: unknown; error?: string }) => {
+          if (worker.isConnected()) worker.send({ portfolio: 'answer', id, ...result } satisfies Message);
+        };
+        const answer = this.options.answers?.[question];
+        if (!answer) reply({ error: `no answer to "${question}"` });
+        else answer(() => this.gather()).then((value) => reply({ value }), (err: Error) => reply({ error: err.message }));
+        return;
+      }
+      default:
+    }
+  }
+
+  /**
+   * What every worker that serves or finishes its requests gives now (those that do not answer
+   * within collectTimeoutMs are left out), and what the workers that are gone left.
+   */
+  private gather(): Promise<unknown[]> {
+    return new Promise<unknown[]>((resolve) => {
+      const id = this.nextCollect++;
+      const missing = new Set([...this.ready, ...this.retiring].filter((worker) => worker.isConnected()));
+      const values: unknown[] = [];
+      const done = () => {
+        clearTimeout(timer);
+        this.collects.delete(id);
+        void this.folding.then(() => resolve(this.departed === undefined ? values : [...values, this.departed]));
+      };
+      const timer = setTimeout(done, collectTimeoutMs);
+      this.collects.set(id, { values, missing, done });
+      for (const worker of missing) worker.send({ portfolio: 'collect', id } satisfies Message);
+      if (missing.size === 0) done();
+    });
+  }
+
+  private onExit(worker: Worker, code: number, signal: string): void {
+    for (const socket of this.handing.get(worker) ?? []) socket.destroy();
+    this.handing.delete(worker);
+    const at = this.ready.indexOf(worker);
+    const wasServing = at !== -1;
+    if (wasServing) this.ready.splice(at, 1);
+    for (const collect of this.collects.values()) if (collect.missing.delete(worker) && collect.missing.size === 0) collect.done();
+    this.leave(worker);
+    if (this.stopping) {
+      if (this.workers().length === 0) void this.logs.close().finally(() => process.exit());
+      return;
+    }
+    if (this.retiring.delete(worker)) return;
+    const how = signal ? `signal ${signal}` : `exit code ${code}`;
+    const arrival = this.arriving.get(worker);
+    if (arrival) return arrival(false);
+    if (this.replacing.has(worker)) {
+      this.log(`worker ${worker.process.pid} died (${how}) during the reload; a new worker takes its place`);
+      return;
+    }
+    if (!wasServing) {
+      // A worker that cannot even start (bad rules file, database gone) would fail again at once.
+      this.log(`worker ${worker.process.pid} failed to start (${how}); stopping the server, see the message above`);
+      this.stop();
+      process.exitCode = 1;
+      return;
+    }
+    const next = this.fork();
+    this.log(`worker ${worker.process.pid} died (${how}); started worker ${next.process.pid} in its place`);
+  }
+
+  /** A worker's last value joins what the departed left (a worker killed gives the one of its last collect). */
+  private leave(worker: Worker): void {
+    const value = this.lastSeen.get(worker);
+    this.lastSeen.delete(worker);
+    const fold = this.options.fold;
+    if (value === undefined || !fold) return;
+    this.folding = this.folding
+      .then(async () => {
+        this.departed = await fold(this.departed === undefined ? [value] : [this.departed, value]);
+      })
+      .catch((err: unknown) => this.log(`could not keep the counts of worker ${worker.process.pid}: ${(err as Error).message}`, 'warn'));
+  }
+
+  /** Tells a worker to finish its requests and exit; it gets no new connections from now on. */
+  private retire(worker: Worker): void {
+    const at = this.ready.indexOf(worker);
+    if (at !== -1) this.ready.splice(at, 1);
+    this.retiring.add(worker);
+    if (worker.isConnected()) worker.send({ portfolio: 'stop' } satisfies Message);
+    else worker.process.kill('SIGTERM');
+    setTimeout(() => {
+      if (this.retiring.has(worker)) worker.process.kill('SIGKILL');
+    }, graceMs + 5000).unref();
+  }
+
+  /** Whether a new worker says it is ready within startTimeoutMs; one that does not is killed. */
+  private arrival(worker: Worker): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.log(`worker ${worker.process.pid} was not ready ${startTimeoutMs / 1000} s after it started; killed`);
+        worker.process.kill('SIGKILL');
+      }, startTimeoutMs);
+      this.arriving.set(worker, (isReady) => {
+        clearTimeout(timer);
+        this.arriving.delete(worker);
+        resolve(isReady);
+      });
+    });
+  }
+
+  /**
+   * SIGUSR2: each worker in turn is replaced by a new one, which serves before the old one stops
+   * taking connections; the old one finishes its requests meanwhile. A new worker that cannot
+   * start ends the reload and the running ones keep serving.
+   */
+  private async reload(): Promise<void> {
+    if (this.stopping) return;
+    if (this.reloading) return this.log('SIGUSR2 ignored: a reload is under way', 'warn');
+    this.reloading = true;
+    const old = [...this.ready];
+    for (const worker of old) this.replacing.add(worker);
+    this.log(`reloading: replacing ${old.length} workers one after another`, 'notice');
+    let failed = false;
+    for (const worker of old) {
+      if (this.stopping) break;
+      const next = this.fork();
+      if (!(await this.arrival(next))) {
+        if (!this.stopping) this.log(`reload stopped: worker ${next.process.pid} failed to start; the running workers go on serving`);
+        failed = true;
+        break;
+      }
+      this.replacing.delete(worker);
+      // One that died meanwhile has been replaced by the new one already.
+      if (!worker.isDead()) this.retire(worker);
+    }
+    // Old workers that died while a reload that stopped early waited for them.
+    for (const worker of this.replacing) if (worker.isDead() && !this.stopping) this.fork();
+    this.replacing.clear();
+    if (!this.stopping && !failed) this.log(`reloaded: workers ${this.ready.map((w) => w.process.pid).join(', ')} serve`, 'notice');
+    this.reloading = false;
+  }
+
+  private stop(): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    for (const resolve of this.arriving.values()) resolve(false);
+    setTimeout(() => this.closeDown(), drainMs);
+    setTimeout(() => {
+      for (const worker of this.workers()) worker.process.kill('SIGKILL');
+      this.log(`workers still running ${graceMs + 5000} ms after SIGTERM were killed`);
+    }, graceMs + 5000).unref();
+  }
+
+  /** The port closes first: what comes later is refused, what came is handed on and answered. */
+  private closeDown(): void {
+    this.listener.close();
+    for (const socket of this.waiting.splice(0)) this.handOff(socket);
+    const workers = this.workers();
+    if (workers.length === 0) void this.logs.close().finally(() => process.exit());
+    // After the connections handed on (the channel keeps its order), each worker finishes its
+    // requests and closes its pool. One still starting has none and is not listening yet.
+    for (const worker of workers) {
+      const serving = this.ready.includes(worker) || this.retiring.has(worker);
+      if (serving && worker.isConnected()) worker.send({ portfolio: 'stop' } satisfies Message);
+      else worker.process.kill('SIGTERM');
+    }
+  }
+}
