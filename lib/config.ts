@@ -35,6 +35,18 @@ export interface Config {
   sessionIdleMinutes: number;
   sessionMaxHours: number;
   webConcurrency: number;
+  /** Standbys that serve reads (GET, HEAD); empty for none. */
+  databaseReplicaUrls: string[];
+  /** A replica further behind the primary than this is skipped. */
+  replicaMaxLagMs: number;
+  /** How long a read waits for a replica to replay the client's own last change before it asks the primary. */
+  replicaWaitMs: number;
+  /** Named (prepared) statements; off behind a pooler in transaction mode, such as PgBouncer's. */
+  dbPreparedStatements: boolean;
+  /** Connections of each process's pool. */
+  dbPoolMax: number;
+  /** Connections of each process that carry short statements in pipeline mode; 0 sends them through the pool. */
+  dbPipelineConnections: number;
   /** Milliseconds a database statement may run before it is cancelled. */
   statementTimeoutMs: number;
   /** Milliseconds a request waits for a database connection before it is answered 503. */
@@ -85,11 +97,22 @@ export function readConfig(env: Env = process.env): Config {
     sessionIdleMinutes: readInteger(env, 'SESSION_IDLE_MINUTES', 30, 1, 7 * 24 * 60),
     sessionMaxHours: readInteger(env, 'SESSION_MAX_HOURS', 12, 1, 30 * 24),
     webConcurrency: readInteger(env, 'WEB_CONCURRENCY', 1, 1, 64),
+    databaseReplicaUrls: readUrls(env.DATABASE_REPLICA_URL ?? ''),
+    replicaMaxLagMs: readInteger(env, 'REPLICA_MAX_LAG_MS', 5000, 0, 3_600_000),
+    replicaWaitMs: readInteger(env, 'REPLICA_WAIT_MS', 100, 0, 10_000),
+    dbPreparedStatements: readBoolean(env, 'DB_PREPARED_STATEMENTS', true),
+    dbPoolMax: readInteger(env, 'DB_POOL_MAX', 10, 1, 1000),
+    dbPipelineConnections: readInteger(env, 'DB_PIPELINE_CONNECTIONS', 2, 0, 64),
     statementTimeoutMs: readInteger(env, 'STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     dbConnectTimeoutMs: readInteger(env, 'DB_CONNECT_TIMEOUT_MS', 3000, 100, 60_000),
     dbOutcomeTimeoutMs: readInteger(env, 'DB_OUTCOME_TIMEOUT_MS', 10_000, 0, 600_000),
     proxyTimeoutMs: readInteger(env, 'PROXY_TIMEOUT_MS', 30_000, 100, 600_000),
   };
+}
+
+/** Connection URLs separated by commas; a comma inside one (several hosts: postgres://h1,h2/db) stays. */
+function readUrls(raw: string): string[] {
+  return raw.split(/,(?=\s*postgres(?:ql)?:\/\/)/).map((url) => url.trim()).filter(Boolean);
 }
 
 function readList(raw: string): string[] {

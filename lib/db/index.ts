@@ -29,6 +29,9 @@ export async function openDatabase(config: Config, events: DatabaseEvents = {}):
   return openPostgres({
     connectionString: config.databaseUrl,
     statementTimeoutMs: config.statementTimeoutMs,
+    maxConnections: config.dbPoolMax,
+    pipelineConnections: config.dbPipelineConnections,
+    preparedStatements: config.dbPreparedStatements,
     connectTimeoutMs: config.dbConnectTimeoutMs,
     outcomeTimeoutMs: config.dbOutcomeTimeoutMs,
     ...events,

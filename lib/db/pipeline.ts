@@ -2,19 +2,19 @@
 // statements in one write, answered in order (docs/performance.md, Statements in one write).
 import pg from 'pg';
 import { classifyError, DbUnavailableError } from './db.ts';
+import type { Timeouts } from './timeouts.ts';
 import type { ReadWatchdog, WatchedClient } from './watchdog.ts';
 import { readFailure, started } from './watchdog.ts';
 
 /** What a pipelined connection is opened with: the pool's settings. */
 interface PipelineOptions {
   connectionString: string;
-  statementTimeoutMs: number;
   connectTimeoutMs?: number;
+  /** How many connections carry pipelined statements (default 2): a slow statement holds up only its own. */
+  pipelineConnections?: number;
+  timeouts: Timeouts;
   onError?: (err: Error) => void;
 }
-
-/** How many connections of a Db carry pipelined statements: a slow statement holds up only its own. */
-const pipelineConnections = 2;
 
 interface Pipe {
   client: WatchedClient;
@@ -41,9 +41,11 @@ interface Pipe {
  * gets no answer in time (the watchdog), fails all of its statements and is replaced.
  */
 export class Pipelines {
-  private readonly pipes: (Pipe | null)[] = Array.from({ length: pipelineConnections }, () => null);
+  private readonly pipes: (Pipe | null)[];
 
-  constructor(private readonly options: PipelineOptions, private readonly watchdog: ReadWatchdog) {}
+  constructor(private readonly options: PipelineOptions, private readonly watchdog: ReadWatchdog) {
+    this.pipes = Array.from({ length: options.pipelineConnections ?? 2 }, () => null);
+  }
 
   async query<R>(config: pg.QueryConfig): Promise<R[]> {
     // The wait for a connection to open counts as the statement's own time (ReadWatchdog.query).
@@ -58,7 +60,14 @@ export class Pipelines {
       }
     }
     try {
-      return (await this.send(pipe, config, since)).rows as R[];
+      const { perStatement } = this.options.timeouts;
+      if (!perStatement) return (await this.send(pipe, config, since)).rows as R[];
+      // Behind a pooler: a transaction of its own around it, the three sent in the same write.
+      // COMMIT ends a failed one too (as ROLLBACK).
+      const [, result] = await Promise.all([
+        this.send(pipe, { text: perStatement }, since), this.send(pipe, config, since), this.send(pipe, { text: 'COMMIT' }, since),
+      ].map((sent, i) => (i === 1 ? sent : sent.catch(() => null))));
+      return (result as pg.QueryResult).rows as R[];
     } catch (err) {
       const failure = classifyError(readFailure(pipe.client, err));
       if (failure instanceof DbUnavailableError) this.discard(pipe, 'destroy');
@@ -92,10 +101,9 @@ export class Pipelines {
   }
 
   private open(): Pipe {
-    const { connectionString, statementTimeoutMs, connectTimeoutMs = 3000, onError } = this.options;
+    const { connectionString, connectTimeoutMs = 3000, timeouts, onError } = this.options;
     const client = new pg.Client({
-      connectionString, statement_timeout: statementTimeoutMs, connectionTimeoutMillis: connectTimeoutMs,
-      application_name: 'portfolio', pipeline: true,
+      connectionString, connectionTimeoutMillis: connectTimeoutMs, application_name: 'portfolio', pipeline: true,
     } as pg.ClientConfig) as WatchedClient;
     const pipe: Pipe = { client, ready: Promise.resolve(), connected: false, broken: false, waiting: 0, sent: [], corked: false };
     // Without a listener the process dies. Statements on the wire fail with it (pg fails them
@@ -104,7 +112,8 @@ export class Pipelines {
       if (!pipe.broken && pipe.sent.length === 0) onError?.(err);
       this.discard(pipe, 'destroy');
     });
-    pipe.ready = client.connect().then(
+    const { session } = timeouts;
+    pipe.ready = client.connect().then(() => (session ? client.query(session) : undefined)).then(
       () => {
         pipe.connected = true;
         this.watchdog.watch(client);

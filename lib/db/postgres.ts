@@ -7,6 +7,7 @@ import { beginWithMark, findCommitOutcome } from './commit-outcome.ts';
 import type { Db, QueryOptions, Queryable } from './db.ts';
 import { classifyError, DbUnavailableError, isUnavailable, toConfig } from './db.ts';
 import { Pipelines } from './pipeline.ts';
+import { Timeouts } from './timeouts.ts';
 import { ReadWatchdog } from './watchdog.ts';
 
 interface PostgresOptions {
@@ -14,7 +15,16 @@ interface PostgresOptions {
   statementTimeoutMs: number;
   /** How long a query waits for a connection (a new one, or a free one of the pool) before 503. */
   connectTimeoutMs?: number;
+  /** Connections of the pool (default 10). */
   maxConnections?: number;
+  /** Connections in pipeline mode for statements marked `pipeline` (default 2); 0 sends them through the pool. */
+  pipelineConnections?: number;
+  /**
+   * Named statements and session settings (default true). Off behind a pooler in transaction
+   * mode (PgBouncer), which hands each transaction whichever server connection is free: every
+   * statement is sent unnamed, and the time-outs are set inside each transaction (timeouts.ts).
+   */
+  preparedStatements?: boolean;
   /**
    * How long a transaction whose COMMIT got no answer asks a fresh connection whether it
    * committed, before it is answered 503 with its outcome unknown (default 10 s).
@@ -26,21 +36,26 @@ interface PostgresOptions {
 }
 
 export function openPostgres(options: PostgresOptions): Db {
+  const pooled = options.preparedStatements === false;
+  const timeouts = new Timeouts(options.statementTimeoutMs, pooled);
+  // No time-outs among the startup parameters: a pooler refuses the ones it does not know.
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.maxConnections ?? 10,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
     idleTimeoutMillis: 30_000,
-    statement_timeout: options.statementTimeoutMs,
-    idle_in_transaction_session_timeout: options.statementTimeoutMs * 2,
     application_name: 'portfolio',
   });
   // An idle client that loses its server emits here; without a listener the process dies.
   pool.on('error', (err) => options.onError?.(err));
+  // Sent before the connection's first statement: pg runs a client's statements in order.
+  if (timeouts.session) pool.on('connect', (client) => { client.query(timeouts.session as string).catch(() => undefined); });
   // The server enforces statement_timeout only while it runs; a server that hangs (stopped,
   // unreachable) is given up on here, so no request waits much longer than the statement would.
   const watchdog = new ReadWatchdog(pool, options.statementTimeoutMs + 1000, options.onError);
-  const pipelines = new Pipelines(options, watchdog);
+  const pipelines = options.pipelineConnections === 0 ? null : new Pipelines({ ...options, timeouts }, watchdog);
+  const named = (sql: string, params: readonly unknown[] | undefined, queryOptions: QueryOptions | undefined) =>
+    toConfig(sql, params, pooled ? undefined : queryOptions);
 
   /**
    * One statement on a connection of the pool, watched (pool.query would set a timer per
@@ -53,11 +68,23 @@ export function openPostgres(options: PostgresOptions): Db {
     try {
       const since = watchdog.now;
       client = await pool.connect();
-      return (await watchdog.query(client, config, since)).rows as R[];
+      if (!timeouts.perStatement) return (await watchdog.query(client, config, since)).rows as R[];
+      // Behind a pooler: a transaction of its own, whose time-outs hold on whichever server connection it gets.
+      await watchdog.query(client, timeouts.perStatement, since);
+      let result: pg.QueryResult;
+      try {
+        result = await watchdog.query(client, config);
+      } catch (err) {
+        // COMMIT ends a failed transaction too (as ROLLBACK); a connection it cannot end is not used again.
+        await watchdog.query(client, 'COMMIT').catch(() => { broken = true; });
+        throw err;
+      }
+      await watchdog.query(client, 'COMMIT');
+      return result.rows as R[];
     } catch (err) {
       const failure = classifyError(err);
       // A statement the server refused leaves the connection ready for the next one.
-      broken = failure instanceof DbUnavailableError;
+      broken ||= failure instanceof DbUnavailableError;
       throw failure;
     } finally {
       client?.release(broken);
@@ -66,12 +93,12 @@ export function openPostgres(options: PostgresOptions): Db {
 
   return {
     kind: 'postgres',
-    query: <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) => (queryOptions?.pipeline
-      ? pipelines.query<R>(toConfig(sql, params, queryOptions))
-      : runOnPool<R>(toConfig(sql, params, queryOptions))),
+    query: <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) => (queryOptions?.pipeline && pipelines
+      ? pipelines.query<R>(named(sql, params, queryOptions))
+      : runOnPool<R>(named(sql, params, queryOptions))),
     exec: async (sql) => { await runOnPool(sql); },
     transaction: async (fn) => {
-      const attempt = await attemptTransaction(pool, watchdog, fn).catch((err: unknown) => {
+      const attempt = await attemptTransaction(pool, watchdog, timeouts, pooled, fn).catch((err: unknown) => {
         throw classifyError(err);
       });
       if (attempt.committed) return attempt.result;
@@ -82,10 +109,10 @@ export function openPostgres(options: PostgresOptions): Db {
         onWarning: options.onWarning,
       });
     },
-    stats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, pipelined: pipelines.unanswered() }),
+    stats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, pipelined: pipelines?.unanswered() ?? 0 }),
     close: async () => {
       watchdog.stop();
-      await Promise.all([pool.end(), pipelines.close()]);
+      await Promise.all([pool.end(), pipelines?.close()]);
     },
   };
 }
@@ -97,7 +124,9 @@ type Attempt<T> = { committed: true; result: T } | { committed: false; result: T
  * server refused did not commit; a COMMIT that got no answer, or whose connection broke, may
  * have committed or not (the server may read it after the client gave up): the attempt says so.
  */
-async function attemptTransaction<T>(pool: pg.Pool, watchdog: ReadWatchdog, fn: (tx: Queryable) => Promise<T>): Promise<Attempt<T>> {
+async function attemptTransaction<T>(
+  pool: pg.Pool, watchdog: ReadWatchdog, timeouts: Timeouts, pooled: boolean, fn: (tx: Queryable) => Promise<T>,
+): Promise<Attempt<T>> {
   const since = watchdog.now;
   const client = await pool.connect();
   const run = (config: pg.QueryConfig | string, from?: number) => watchdog.query(client, config, from);
@@ -106,13 +135,13 @@ async function attemptTransaction<T>(pool: pg.Pool, watchdog: ReadWatchdog, fn: 
   let broken = false;
   try {
     // BEGIN's time counts from the request for the connection, as a single statement's does.
-    const [, marked] = (await run(beginWithMark, since)) as unknown as [pg.QueryResult, pg.QueryResult<CommitMark>];
-    const mark = marked.rows[0] as CommitMark;
+    const begun = (await run(timeouts.begin(beginWithMark), since)) as unknown as pg.QueryResult<CommitMark>[];
+    const mark = begun[begun.length - 1]?.rows[0] as CommitMark;
     let result: T;
     try {
       result = await fn({
         query: async <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) =>
-          (await run(toConfig(sql, params, queryOptions))).rows as R[],
+          (await run(toConfig(sql, params, pooled ? undefined : queryOptions))).rows as R[],
         exec: async (sql) => { await run(sql); },
       });
     } catch (err) {

@@ -14,12 +14,16 @@ export interface PostgresCluster {
   /** postgres://postgres@127.0.0.1:<port>/postgres */
   url: string;
   port: number;
+  /** The folder the cluster and its log live in. */
+  dir: string;
   /** Resolves once the server accepts connections. */
   start: () => Promise<void>;
   /** `fast` ends the sessions cleanly; `immediate` is a crash: no checkpoint, sessions cut. */
   stop: (mode: 'fast' | 'immediate') => Promise<void>;
   /** SIGSTOP or SIGCONT to the postmaster and every backend: a server that hangs. */
   freeze: (frozen: boolean) => void;
+  /** A standby in recovery becomes a primary (pg_ctl promote; waits until it accepts writes). */
+  promote: () => Promise<void>;
   remove: () => Promise<void>;
 }
 
@@ -32,7 +36,11 @@ export function postgresBin(): string | null {
   return versions[0] ? path.join(base, versions[0], 'bin') : null;
 }
 
-export async function createCluster(): Promise<PostgresCluster> {
+/**
+ * A new cluster of its own, or with standbyOf a streaming standby of that one (pg_basebackup -R:
+ * it follows the primary's WAL and answers reads in hot standby).
+ */
+export async function createCluster(options: { standbyOf?: PostgresCluster } = {}): Promise<PostgresCluster> {
   const bin = postgresBin();
   if (!bin) throw new Error('initdb was not found; install PostgreSQL (apt-get install postgresql) or set PG_BIN to its bin folder.');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-pg-'));
@@ -48,14 +56,20 @@ export async function createCluster(): Promise<PostgresCluster> {
       throw new Error(`${program} ${args.join(' ')} failed:\n${stdout}${stderr}`);
     }
   };
-  await run('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale=C']);
+  const primary = options.standbyOf;
+  if (primary) {
+    await run('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', data, '-R', '-X', 'stream', '--no-sync']);
+  } else {
+    await run('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale=C']);
+  }
   const port = await freePort();
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=60 -c shared_buffers=32MB`;
+  const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=60 -c shared_buffers=32MB`;
   const postmasterPid = () => Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
   const cluster: PostgresCluster = {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
-    start: () => run('pg_ctl', ['-D', data, '-o', options, '-l', path.join(dir, 'server.log'), '-w', '-t', '30', 'start']),
+    dir,
+    start: () => run('pg_ctl', ['-D', data, '-o', settings, '-l', path.join(dir, 'server.log'), '-w', '-t', '30', 'start']),
     stop: (mode) => run('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '30', 'stop']),
     freeze: (frozen) => {
       const pid = postmasterPid();
@@ -68,6 +82,7 @@ export async function createCluster(): Promise<PostgresCluster> {
         }
       }
     },
+    promote: () => run('pg_ctl', ['-D', data, '-w', '-t', '30', 'promote']),
     remove: async () => {
       try {
         cluster.freeze(false);
@@ -82,7 +97,7 @@ export async function createCluster(): Promise<PostgresCluster> {
   return cluster;
 }
 
-function ownerOf(): { uid: number; gid: number } | null {
+export function ownerOf(): { uid: number; gid: number } | null {
   if (process.getuid?.() !== 0) return null;
   const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
   const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
