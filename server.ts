@@ -9,7 +9,7 @@ import { Auth } from './lib/auth/index.ts';
 import type { Config } from './lib/config.ts';
 import { projectRoot, readConfig } from './lib/config.ts';
 import type { Db } from './lib/db/index.ts';
-import { openDatabase, prepareDatabase } from './lib/db/index.ts';
+import { openDatabase, openReplicas, prepareDatabase } from './lib/db/index.ts';
 import type { Exchange } from './lib/http/index.ts';
 import {
   accessEntryOf, basePathOf, chooseFormat, compileTrust, createBodyReader, createExchange, createProxy, effectiveMethod, HttpError, lingerAfterAnswer,
@@ -52,7 +52,9 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     throw err;
   });
   const auth = await Auth.open(db, config, logs);
-  const runner = new ScriptRunner({ config, db, templates, logs });
+  const replicas = openReplicas(config, db, { onWarning: (message) => logError(message, 'warn') });
+  await replicas?.start();
+  const runner = new ScriptRunner({ config, db, reads: replicas && { replicas, written: auth.written }, templates, logs });
   const proxy = createProxy({ timeoutMs: config.proxyTimeoutMs });
   const site = { publicDir: config.publicDir, scriptExists: (name: string) => scripts.exists(name) };
   const base = `${basePathOf(config)}/`;
@@ -168,6 +170,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     reopenLogs: () => logs.reopen(),
     close: async () => {
       auth.close();
+      await replicas?.close();
       if (!options.db) await db.close();
       await logs.close();
     },

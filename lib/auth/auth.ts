@@ -9,6 +9,7 @@ import { CheckQueue } from './check-queue.ts';
 import { LoginThrottle } from './login-throttle.ts';
 import { LoginTokens, siteSecret } from './login-token.ts';
 import { RequestAuth } from './request-auth.ts';
+import { WrittenMarks } from './written-mark.ts';
 import { Requester } from './requester.ts';
 import { SessionStore } from './session.ts';
 
@@ -30,13 +31,18 @@ export class Auth {
   private readonly checks = new CheckQueue();
   private readonly sweep: NodeJS.Timeout;
   readonly tally: LoginTally = { failed: 0, throttled: 0, busy: 0 };
+  /** The cookie that tells where a client's last change left the primary (reads from replicas). */
+  readonly written: WrittenMarks;
+  private readonly loginTokens: LoginTokens;
 
-  /** The sessions and the throttle on db, with the site's secret for the login form's tokens. */
+  /** The sessions and the throttle on db, with the site's secret for the login form's tokens and the written marks. */
   static async open(db: Db, config: Config, logs: Logs): Promise<Auth> {
-    return new Auth(db, config, logs, new LoginTokens(await siteSecret(db), config.sessionIdleMinutes * 60));
+    return new Auth(db, config, logs, await siteSecret(db));
   }
 
-  private constructor(private readonly db: Db, config: Config, private readonly logs: Logs, private readonly loginTokens: LoginTokens) {
+  private constructor(private readonly db: Db, config: Config, private readonly logs: Logs, secret: Buffer) {
+    this.loginTokens = new LoginTokens(secret, config.sessionIdleMinutes * 60);
+    this.written = new WrittenMarks(secret, Math.ceil(config.replicaMaxLagMs / 1000) + 5);
     this.sessions = new SessionStore(db, { idleMinutes: config.sessionIdleMinutes, maxHours: config.sessionMaxHours });
     this.throttle = new LoginThrottle({ db });
     this.sweep = setInterval(() => {

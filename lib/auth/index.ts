@@ -9,3 +9,4 @@ export { checkNewPassword, hashPassword, verifyPassword } from './password.ts';
 export type { Identity, SessionControl } from './request-auth.ts';
 export { Requester } from './requester.ts';
 export { SessionStore } from './session.ts';
+export type { WrittenMarks } from './written-mark.ts';

@@ -72,7 +72,9 @@ export function toConfig(text: string, params: readonly unknown[] | undefined, o
 
 // Connection failures become DbUnavailableError so the front can answer 503, not 500.
 const unavailableCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
-const unavailableSqlStates = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08003', '08006', '08001', '08004']);
+// 25006: a read-only server where the primary was (a standby, after a failover); 08P01: PgBouncer's
+// word for a server it cannot reach.
+const unavailableSqlStates = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08003', '08006', '08001', '08004', '08P01', '25006']);
 
 // Text PostgreSQL cannot hold, such as a NUL byte in a search term or a user name: only a
 // request can bring it (SQLSTATE 22021, 22P05).

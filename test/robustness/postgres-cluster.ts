@@ -40,7 +40,7 @@ export function postgresBin(): string | null {
  * A new cluster of its own, or with standbyOf a streaming standby of that one (pg_basebackup -R:
  * it follows the primary's WAL and answers reads in hot standby).
  */
-export async function createCluster(options: { standbyOf?: PostgresCluster } = {}): Promise<PostgresCluster> {
+export async function createCluster(options: { standbyOf?: PostgresCluster; settings?: string } = {}): Promise<PostgresCluster> {
   const bin = postgresBin();
   if (!bin) throw new Error('initdb was not found; install PostgreSQL (apt-get install postgresql) or set PG_BIN to its bin folder.');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-pg-'));
@@ -63,7 +63,7 @@ export async function createCluster(options: { standbyOf?: PostgresCluster } = {
     await run('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale=C']);
   }
   const port = await freePort();
-  const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=60 -c shared_buffers=32MB`;
+  const settings = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=60 -c shared_buffers=32MB ${options.settings ?? ''}`;
   const postmasterPid = () => Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
   const cluster: PostgresCluster = {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
