@@ -17,6 +17,8 @@ export interface MetricSources {
   logFailedWrites: () => number;
   logins: { failed: number; throttled: number; busy: number };
   countSessions: () => Promise<{ signedIn: number; anonymous: number }>;
+  /** The replicas (DATABASE_REPLICA_URL) as this process sees them. */
+  replicas?: () => { host: string; up: boolean; lagMs: number }[];
 }
 
 type Json = MetricObjectWithValues<MetricValue<string>>[];
@@ -59,6 +61,24 @@ export class Metrics {
         for (const state of ['total', 'idle', 'waiting', 'pipelined'] as const) this.set({ state }, stats[state]);
       },
     });
+    if (sources.replicas) {
+      const { replicas } = sources;
+      new Gauge({
+        name: 'portfolio_db_replica_up', help: 'Whether a replica answers (1) or not (0); the lowest any worker sees. One that answers serves reads while its lag is within REPLICA_MAX_LAG_MS.',
+        labelNames: ['host'], registers, aggregator: 'min',
+        collect() {
+          for (const replica of replicas()) this.set({ host: replica.host }, replica.up ? 1 : 0);
+        },
+      });
+      new Gauge({
+        name: 'portfolio_db_replica_lag_seconds', help: 'How long ago the primary was where a replica has replayed to; the highest any worker sees. Absent while the replica does not answer.',
+        labelNames: ['host'], registers, aggregator: 'max',
+        collect() {
+          this.reset();
+          for (const replica of replicas()) if (Number.isFinite(replica.lagMs)) this.set({ host: replica.host }, replica.lagMs / 1000);
+        },
+      });
+    }
     new Gauge({
       name: 'portfolio_sessions', help: 'Live login sessions: signed in, and anonymous ones that carry a login form\'s token.',
       labelNames: ['kind'], registers,

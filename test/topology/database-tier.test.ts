@@ -132,9 +132,42 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
       let status = 404;
       while (status === 404 && performance.now() < deadline) status = await anonymous(b.origin, `${path}.json`);
       assert.equal(status, 200, 'once replayed, everyone reads it');
+      const metrics = await (await fetch(`${b.origin}/metrics`)).text();
+      assert.match(metrics, new RegExp(`portfolio_db_replica_up\\{host="127\\.0\\.0\\.1:${standby.port}"\\} 1`));
+      assert.match(metrics, /portfolio_db_replica_lag_seconds\{host="[^"]+"\} [0-9.e-]+/);
     } finally {
       await ask(standby.url, 'SELECT pg_wal_replay_resume()').catch(() => undefined);
     }
+  });
+
+  test('a replica that goes away is skipped, and used again once it is back: no 5xx meanwhile', async () => {
+    const origins = instances.map((p) => p.origin);
+    const statuses = new Map<number, number>();
+    let reading = true;
+    const readers = Array.from({ length: 4 }, async () => {
+      for (let i = 0; reading && i < 100_000; i++) {
+        const status = await anonymous(pick(origins), publicPath());
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      }
+    });
+    const replicaUp = async (origin: string) => /portfolio_db_replica_up\{[^}]*\} 1/.test(await (await fetch(`${origin}/metrics`)).text());
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await standby.stop('immediate');
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      assert.equal(await replicaUp(origins[0] as string), false, 'the metrics show the replica down');
+      await standby.start();
+      const deadline = performance.now() + 30_000;
+      while (performance.now() < deadline && !(await replicaUp(origins[0] as string) && await replicaUp(origins[1] as string))) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.ok(await replicaUp(origins[0] as string), 'the replica is used again');
+    } finally {
+      reading = false;
+      await Promise.all(readers);
+    }
+    const failed = [...statuses].filter(([status]) => status >= 500);
+    assert.deepEqual(failed, [], `reads: ${JSON.stringify([...statuses])}`);
   });
 
   test(`${loadMs / 1000} s of mixed traffic, then the primary is lost and the standby promoted under load`, async (t) => {
