@@ -99,4 +99,12 @@ describe('time-outs without startup parameters', () => {
       assert.equal(row?.n, preparedStatements ? 1 : 0);
     });
   }
+
+  test('DB_POOL_MAX and DB_PIPELINE_CONNECTIONS size the connections; 0 pipelined sends those statements through the pool', onPostgres, async () => {
+    const db = openPostgres({ connectionString: testDb.url as string, statementTimeoutMs: 1000, maxConnections: 2, pipelineConnections: 0 });
+    opened.push(db);
+    const pids = await Promise.all(Array.from({ length: 8 }, () => db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.05)', [], { pipeline: true })));
+    assert.equal(new Set(pids.map((rows) => rows[0]?.pid)).size, 2);
+    assert.deepEqual(db.stats(), { total: 2, idle: 2, waiting: 0, pipelined: 0 });
+  });
 });

@@ -12,6 +12,7 @@ import { csrfTokenOf } from '../change-helpers.ts';
 import { backend, missingTool } from '../helpers.ts';
 import { logInAs } from '../login-helpers.ts';
 import type { Program } from '../program.ts';
+import { openPostgres } from '../../lib/db/index.ts';
 import { startProgram } from '../program.ts';
 import type { PostgresCluster } from '../robustness/postgres-cluster.ts';
 import { createCluster, postgresBin } from '../robustness/postgres-cluster.ts';
@@ -110,6 +111,23 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
       assert.match(err.message, /DATABASE_REPLICA_URL/);
       return true;
     });
+  });
+
+  test('through PgBouncer the statement time-out holds, pooled, pipelined and in transactions, with no startup parameter', async () => {
+    const db = openPostgres({ connectionString: bouncer.url, statementTimeoutMs: 300, preparedStatements: false });
+    try {
+      for (const pipeline of [false, true]) {
+        const started = performance.now();
+        await assert.rejects(db.query('SELECT pg_sleep(5)', [], { pipeline }), /canceling statement due to statement timeout/);
+        assert.ok(performance.now() - started < 4000, 'cancelled by the server, long before the sleep ends');
+      }
+      await assert.rejects(db.transaction((tx) => tx.query('SELECT pg_sleep(5)')), /canceling statement due to statement timeout/);
+      // Many statements, spread over PgBouncer's server connections: each one has the time-out.
+      const shown = await Promise.all(Array.from({ length: 40 }, (_, i) => db.query<{ statement_timeout: string }>('SHOW statement_timeout', [], { pipeline: i % 2 === 0 })));
+      assert.deepEqual(new Set(shown.map((rows) => rows[0]?.statement_timeout)), new Set(['300ms']));
+    } finally {
+      await db.close();
+    }
   });
 
   test('a client reads its own change at once while the replica lags; others read the replica', async () => {
