@@ -82,9 +82,9 @@ async function pages(): Promise<void> {
 }
 
 const singleRow = `CREATE OR REPLACE FUNCTION bump_data_version() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN UPDATE data_version SET n = n + 1 WHERE slot = 0; RETURN NULL; END; $$`;
+BEGIN UPDATE data_version_counter SET n = n + 1 WHERE slot = 0; RETURN NULL; END; $$`;
 const slots = `CREATE OR REPLACE FUNCTION bump_data_version() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN UPDATE data_version SET n = n + 1 WHERE slot = (pg_current_xact_id()::text::bigint % 64); RETURN NULL; END; $$`;
+BEGIN UPDATE data_version_counter SET n = n + 1 WHERE slot = (pg_current_xact_id()::text::bigint % 64); RETURN NULL; END; $$`;
 
 async function writes(): Promise<void> {
   const admin = openPostgres({ connectionString: databaseUrl, statementTimeoutMs: 60_000 });

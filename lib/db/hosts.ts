@@ -74,6 +74,8 @@ export class Failover implements Db {
   private url: string;
   private db: Db;
   private searching: Promise<void> | null = null;
+  /** When the last search ended. */
+  private searched = -Infinity;
   private closed = false;
   private readonly retired: Promise<void>[] = [];
 
@@ -113,7 +115,13 @@ export class Failover implements Db {
     try {
       return await running;
     } catch (err) {
-      if (err instanceof DbUnavailableError && !this.closed) this.searching ??= this.search().finally(() => { this.searching = null; });
+      // At most one search a second: failures under load (no free connection) must not add a connection to every host each.
+      if (err instanceof DbUnavailableError && !this.closed && performance.now() - this.searched >= 1000) {
+        this.searching ??= this.search().finally(() => {
+          this.searching = null;
+          this.searched = performance.now();
+        });
+      }
       throw err;
     }
   }
@@ -122,8 +130,10 @@ export class Failover implements Db {
     const { urls, connectTimeoutMs, retryMs = 250 } = this.options;
     const started = performance.now();
     while (!this.closed) {
-      const { primary } = await findPrimary(urls, connectTimeoutMs);
-      if (primary === this.url) return; // the same host: a passing failure
+      // The host in use first: while it accepts writes nothing moves, even if a host before it
+      // in the URL is back as a primary of its own (an old primary must not take over again).
+      if ((await roleOf(this.url, connectTimeoutMs)) === 'primary') return;
+      const { primary } = await findPrimary(urls.filter((url) => url !== this.url), connectTimeoutMs);
       if (primary && !this.closed) {
         const old = this.db;
         this.url = primary;

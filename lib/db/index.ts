@@ -17,7 +17,8 @@ export { DbInputError, DbUnavailableError } from './db.ts';
 export { migrate, migrationVersions, pendingMigrations, prepareDatabase } from './migrate.ts';
 export { openPglite } from './pglite.ts';
 export { openPostgres } from './postgres.ts';
-export { Replicas } from './replicas.ts';
+export type { ReadRoute } from './replicas.ts';
+export { failsOnReplica, Replicas, unknownPosition } from './replicas.ts';
 
 interface DatabaseEvents {
   /** A connection failed outside any statement. */

@@ -2,7 +2,7 @@
 // given the primary's WAL position after it (a signed cookie, lib/auth/written-mark.ts), and its
 // reads go to a replica only once that replica has replayed so far (docs/operations.md, The
 // database tier). Everyone else may read a replica up to its lag behind the primary.
-import type { Db, PoolStats, QueryOptions, Queryable } from './db.ts';
+import type { Db, QueryOptions } from './db.ts';
 import { DbUnavailableError } from './db.ts';
 import { hostOf } from './hosts.ts';
 
@@ -22,15 +22,37 @@ interface ReplicaOptions {
 interface Replica {
   host: string;
   db: Db;
-  /** Statements go to the replica, and to the primary if the replica fails them as unavailable. */
-  reader: Db;
   /** The WAL position it has replayed; null while it does not answer. */
   replayed: bigint | null;
-  /** How long ago the primary was where the replica is now; Infinity while unknown. */
+  /** At most how long ago the primary was where the replica is now; Infinity while unknown. */
   lagMs: number;
   /** A question for its position on its way, shared by the reads that wait for it. */
   asking: Promise<bigint | null> | null;
+  /** Statements it answered for requests, for the metrics. */
+  reads: number;
 }
+
+/**
+ * Where one safe request reads. All of its statements go to one server, so that its data and the
+ * data version its results are kept under belong together: a replica, or the primary. If the
+ * replica fails a statement (gone, or a conflict with what it replays), that statement and all
+ * that follow go to the primary, and the request's results are not kept.
+ */
+export interface ReadRoute {
+  db: Db;
+  /** The server whose data version and kept results apply: the replica's Db, or the primary. */
+  readonly server: Db;
+  /** Moves the rest of the request to the primary. */
+  fallBack(): void;
+  /** Whether some statements went to the replica and later ones to the primary. */
+  readonly mixed: boolean;
+}
+
+/** The written mark of a change whose position could not be read: its client reads from the primary. */
+export const unknownPosition = (1n << 63n) - 1n;
+
+/** A primary that fails this many polls in a row counts as down. */
+const failuresForDown = 3;
 
 /** A WAL position as PostgreSQL writes it (16/B374D848) as a number. */
 export function parseLsn(text: string): bigint {
@@ -46,46 +68,45 @@ export class Replicas {
   private readonly replicas: Replica[];
   /** The primary's position, sampled at each poll, oldest first. */
   private history: { at: number; lsn: bigint }[] = [];
-  private primaryUp = true;
+  private primaryFailures = 0;
   private next = 0;
   private polling = false;
   private readonly timer: NodeJS.Timeout;
 
   constructor(private readonly options: ReplicaOptions) {
-    this.replicas = options.urls.map((url) => {
-      const db = options.open(url);
-      const replica: Replica = { host: hostOf(url), db, reader: db, replayed: null, lagMs: Infinity, asking: null };
-      replica.reader = new ReplicaReader(replica, options.primary, () => this.markDown(replica));
-      return replica;
-    });
+    this.replicas = options.urls.map((url) => ({ host: hostOf(url), db: options.open(url), replayed: null, lagMs: Infinity, asking: null, reads: 0 }));
     this.timer = setInterval(() => void this.poll(), options.pollMs ?? 200).unref();
   }
 
-  /** Reads the positions once, so the first requests already find the replicas. */
+  /** Reads the positions once, so the first requests already find the replicas that are current. */
   async start(): Promise<void> {
     await this.poll();
   }
 
   /**
-   * Where a safe request reads: a replica that is up, within the lag, and has replayed `after`
-   * (the client's last change; 0 for none), waiting up to waitMs for one to get there; else the
-   * primary. With the primary down, a replica that is up serves whatever it has.
+   * Where a safe request reads: a replica that answers, is within the lag, and has replayed
+   * `after` (the client's last change; 0 for none), waiting up to waitMs for one to get there;
+   * else the primary. While the primary is down, a replica within the lag last measured serves
+   * every read.
    */
-  async reader(after: bigint): Promise<Db> {
-    const usable = this.replicas.filter((r) => r.replayed !== null && (!this.primaryUp || r.lagMs <= this.options.maxLagMs));
-    if (usable.length === 0) return this.options.primary;
+  async route(after: bigint): Promise<ReadRoute> {
+    const primaryUp = this.primaryFailures < failuresForDown;
+    const usable = this.replicas.filter((r) => r.replayed !== null && r.lagMs <= this.options.maxLagMs);
+    if (usable.length === 0 || (after === unknownPosition && primaryUp)) return this.onPrimary();
     const first = this.next++ % usable.length;
     const ordered = [...usable.slice(first), ...usable.slice(0, first)];
     const ready = ordered.find((r) => (r.replayed as bigint) >= after);
-    if (ready || !this.primaryUp) return (ready ?? ordered[0] as Replica).reader;
-    const deadline = performance.now() + this.options.waitMs;
+    if (ready) return this.onReplica(ready);
     const candidate = ordered[0] as Replica;
-    while (performance.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      const replayed = await this.ask(candidate);
-      if (replayed !== null && replayed >= after) return candidate.reader;
+    if (!primaryUp) return this.onReplica(candidate);
+    const deadline = performance.now() + this.options.waitMs;
+    for (let remaining = this.options.waitMs; remaining > 0; remaining = deadline - performance.now()) {
+      await sleep(Math.min(5, remaining));
+      // A replica that hangs is not waited for beyond the deadline.
+      const replayed = await Promise.race([this.ask(candidate), sleep(Math.max(0, deadline - performance.now())).then(() => null)]);
+      if (replayed !== null && replayed >= after) return this.onReplica(candidate);
     }
-    return this.options.primary;
+    return this.onPrimary();
   }
 
   /** The primary's WAL position now: past every change committed before the call. */
@@ -95,13 +116,55 @@ export class Replicas {
   }
 
   /** The replicas as the metrics show them. */
-  status(): { host: string; up: boolean; lagMs: number }[] {
-    return this.replicas.map((r) => ({ host: r.host, up: r.replayed !== null, lagMs: r.lagMs }));
+  status(): { host: string; up: boolean; lagMs: number; reads: number }[] {
+    return this.replicas.map((r) => ({ host: r.host, up: r.replayed !== null, lagMs: r.lagMs, reads: r.reads }));
   }
 
   async close(): Promise<void> {
     clearInterval(this.timer);
     await Promise.all(this.replicas.map((r) => r.db.close()));
+  }
+
+  private onPrimary(): ReadRoute {
+    const { primary } = this.options;
+    return { db: primary, server: primary, fallBack: () => undefined, mixed: false };
+  }
+
+  private onReplica(replica: Replica): ReadRoute {
+    const { primary } = this.options;
+    let onReplica = true;
+    let used = false;
+    const route: ReadRoute = {
+      db: {
+        kind: 'postgres',
+        query: async <R>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<R[]> => {
+          if (!onReplica) return primary.query<R>(sql, params, options);
+          try {
+            const rows = await replica.db.query<R>(sql, params, options);
+            used = true;
+            replica.reads++;
+            return rows;
+          } catch (err) {
+            if (!failsOnReplica(err)) throw err;
+            if (codeOf(err) !== '40001') this.markDown(replica);
+            route.fallBack();
+            return primary.query<R>(sql, params, options);
+          }
+        },
+        exec: (sql) => primary.exec(sql),
+        transaction: (fn) => primary.transaction(fn),
+        stats: () => replica.db.stats(),
+        close: async () => undefined,
+      },
+      get server() {
+        return onReplica ? replica.db : primary;
+      },
+      fallBack: () => { onReplica = false; },
+      get mixed() {
+        return used && !onReplica;
+      },
+    };
+    return route;
   }
 
   private async poll(): Promise<void> {
@@ -111,18 +174,21 @@ export class Replicas {
       const now = performance.now();
       try {
         const [row] = await this.options.primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn', [], { pipeline: true });
-        this.primaryUp = true;
+        this.primaryFailures = 0;
         this.history.push({ at: now, lsn: parseLsn(row?.lsn ?? '0/0') });
-        // Enough to tell any lag up to the limit, and a little more.
+        // Enough to tell any lag up to the limit; older samples could only say "too far behind".
         const keepFrom = now - this.options.maxLagMs - 1000;
-        while (this.history.length > 2 && (this.history[0] as { at: number }).at < keepFrom) this.history.shift();
+        while (this.history.length > 1 && (this.history[0] as { at: number }).at < keepFrom) this.history.shift();
       } catch {
-        this.primaryUp = false;
+        this.primaryFailures++;
       }
+      const measured = this.primaryFailures === 0;
       await Promise.all(this.replicas.map(async (replica) => {
         const was = replica.replayed !== null;
         const replayed = await this.ask(replica);
-        replica.lagMs = replayed === null ? Infinity : this.lagOf(replayed, now);
+        // Without the primary's position the lag last measured stands.
+        if (replayed === null) replica.lagMs = Infinity;
+        else if (measured) replica.lagMs = this.lagOf(replayed, now);
         if (was && replayed === null) this.options.onWarning?.(`replica ${replica.host} does not answer; its reads go to the primary`);
         if (!was && replayed !== null) this.options.onWarning?.(`replica ${replica.host} answers again`);
       }));
@@ -144,10 +210,17 @@ export class Replicas {
     return replica.asking;
   }
 
-  /** How long ago the primary first went past `replayed`: 0 when it has not. */
+  /**
+   * At most how long ago the primary was where `replayed` is: the replica has everything the
+   * primary had at the newest sample it has reached. 0 when it has reached the newest; Infinity
+   * when it has reached none that is kept (further behind than the limit, or just started).
+   */
   private lagOf(replayed: bigint, now: number): number {
-    const behind = this.history.find((sample) => sample.lsn > replayed);
-    return behind ? now - behind.at : 0;
+    for (let i = this.history.length - 1; i >= 0; i--) {
+      const sample = this.history[i] as { at: number; lsn: bigint };
+      if (sample.lsn <= replayed) return now - sample.at;
+    }
+    return Infinity;
   }
 
   private markDown(replica: Replica): void {
@@ -156,38 +229,19 @@ export class Replicas {
   }
 }
 
-/** A replica's statements, each run again on the primary when the replica fails it as unavailable: no 5xx for a replica that goes away. */
-class ReplicaReader implements Db {
-  readonly kind = 'postgres' as const;
-
-  constructor(private readonly replica: Replica, private readonly primary: Db, private readonly down: () => void) {}
-
-  async query<R>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<R[]> {
-    if (this.replica.replayed === null) return this.primary.query<R>(sql, params, options);
-    try {
-      return await this.replica.db.query<R>(sql, params, options);
-    } catch (err) {
-      // A standby cancels a read that conflicts with what it replays (40001): the primary has no such conflict.
-      const conflict = (err as { cause?: { code?: string }; code?: string }).code === '40001';
-      if (!(err instanceof DbUnavailableError) && !conflict) throw err;
-      if (!conflict) this.down();
-      return this.primary.query<R>(sql, params, options);
-    }
-  }
-
-  exec(sql: string): Promise<void> {
-    return this.primary.exec(sql);
-  }
-
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    return this.primary.transaction(fn);
-  }
-
-  stats(): PoolStats | null {
-    return this.replica.db.stats();
-  }
-
-  async close(): Promise<void> {
-    // The replica's connections are closed with the Replicas.
-  }
+/**
+ * A failure the primary would not have: the replica is gone (unavailable), or it cancelled a read
+ * that conflicted with what it replays (40001). A write sent to it by mistake (25006) is not one.
+ */
+export function failsOnReplica(err: unknown): boolean {
+  const code = codeOf(err);
+  if (code === '40001') return true;
+  return err instanceof DbUnavailableError && code !== '25006';
 }
+
+function codeOf(err: unknown): string | undefined {
+  const { code, cause } = err as { code?: string; cause?: { code?: string } };
+  return code ?? cause?.code;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -18,7 +18,7 @@ export interface MetricSources {
   logins: { failed: number; throttled: number; busy: number };
   countSessions: () => Promise<{ signedIn: number; anonymous: number }>;
   /** The replicas (DATABASE_REPLICA_URL) as this process sees them. */
-  replicas?: () => { host: string; up: boolean; lagMs: number }[];
+  replicas?: () => { host: string; up: boolean; lagMs: number; reads: number }[];
 }
 
 type Json = MetricObjectWithValues<MetricValue<string>>[];
@@ -76,6 +76,14 @@ export class Metrics {
         collect() {
           this.reset();
           for (const replica of replicas()) if (Number.isFinite(replica.lagMs)) this.set({ host: replica.host }, replica.lagMs / 1000);
+        },
+      });
+      new Counter({
+        name: 'portfolio_db_replica_reads_total', help: 'Statements of requests a replica answered.',
+        labelNames: ['host'], registers,
+        collect() {
+          this.reset();
+          for (const replica of replicas()) this.inc({ host: replica.host }, replica.reads);
         },
       });
     }

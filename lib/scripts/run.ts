@@ -6,8 +6,8 @@ import path from 'node:path';
 import type { Requester, WrittenMarks } from '../auth/index.ts';
 import type { Config } from '../config.ts';
 import { projectRoot } from '../config.ts';
-import type { Db, Replicas } from '../db/index.ts';
-import { DataVersion, ResultCache } from '../db/index.ts';
+import type { Db, ReadRoute, Replicas } from '../db/index.ts';
+import { DataVersion, failsOnReplica, ResultCache, unknownPosition } from '../db/index.ts';
 import type { BodyReader, Exchange, Format, Target } from '../http/index.ts';
 import { alternatesOf, etagOf, NoContent, Redirect } from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
@@ -43,13 +43,22 @@ interface RunnerParts {
   logs: Logs;
 }
 
-export class ScriptRunner {
-  /** Each database's data version: a replica's may be behind the primary's. */
-  private readonly versions = new Map<Db, DataVersion>();
+/** A server's data version and what is kept at it. */
+interface Kept {
+  version: DataVersion;
   /** Expensive reads scripts remember (req.remember). */
-  private readonly results = new ResultCache();
-  // Search pages run 3 to 10 KB, so 500 rendered documents stay within a few MB.
-  private readonly documents = new ResultCache({ limit: 500 });
+  results: ResultCache;
+  /** Rendered documents of cacheable scripts. */
+  documents: ResultCache;
+}
+
+export class ScriptRunner {
+  /**
+   * Per server, the primary and each replica: a data version names a state of the data on one
+   * server only (a replica replays changes in the order they committed, which the primary may
+   * have made visible in another), and a replica behind the primary keeps its own results.
+   */
+  private readonly kept = new Map<Db, Kept>();
 
   constructor(private readonly parts: RunnerParts) {}
 
@@ -58,10 +67,18 @@ export class ScriptRunner {
     const { name, script, method, format, target, requester } = run;
     const safe = method === 'GET' || method === 'HEAD';
     // A safe request reads where its client's own last change can be seen (lib/db/replicas.ts).
-    const db = reads && safe ? await reads.replicas.reader(reads.written.read(ex.req)) : this.parts.db;
+    const route: ReadRoute | null = reads && safe ? await reads.replicas.route(reads.written.read(ex.req)) : null;
+    const db = route?.db ?? this.parts.db;
+    const server = () => route?.server ?? this.parts.db;
+    const keep = () => !route?.mixed;
     const warnings: string[] = [];
     let version: Promise<bigint> | null = null;
-    const currentVersion = () => (version ??= this.versionOf(db).current());
+    // Read once, on the request's server; a replica that fails it sends the request to the primary.
+    const currentVersion = () => (version ??= this.keptOn(server()).version.current().catch((err: unknown) => {
+      if (!route || route.server === this.parts.db || !failsOnReplica(err)) throw err;
+      route.fallBack();
+      return this.keptOn(this.parts.db).version.current();
+    }));
     // Only in production: in development an edited script or template shows on the next request.
     const cacheable = script.cacheable === true && safe && config.production;
     const refuse = (): never => {
@@ -78,7 +95,10 @@ export class ScriptRunner {
         warnings.push(message);
         this.warn(ex, message);
       },
-      remember: async (key, compute) => this.results.get(await currentVersion(), key, compute),
+      remember: async (key, compute) => {
+        const at = await currentVersion();
+        return this.keptOn(server()).results.get(at, key, compute, keep);
+      },
       identify: () => (cacheable ? refuse() : requester.identify()),
       authenticate: (username, password) => (cacheable ? refuse() : requester.authenticate(username, password)),
       session: cacheable ? refusingSession(refuse) : requester.session,
@@ -86,15 +106,18 @@ export class ScriptRunner {
     };
     const produce = async (): Promise<Produced> => {
       let outcome;
+      let done = false;
       try {
         outcome = await run.handler(request);
+        done = true;
       } catch (err) {
         if (!(err instanceof Redirect)) throw err;
         outcome = err;
+        done = true;
       } finally {
         // Session changes travel with whatever answer follows, an error included.
         await requester.settle(ex);
-        if (reads && !safe) await this.markWritten(ex, target, reads);
+        if (reads && !safe && done) await this.markWritten(ex, target, reads);
       }
       if (outcome instanceof Redirect || outcome instanceof NoContent) return outcome;
       const alternates = alternatesOf(outcome.path, run.available, target.link);
@@ -111,23 +134,24 @@ export class ScriptRunner {
     };
     if (!cacheable) return produce();
     const key = `${name}\u0000${format}\u0000${target.link('')}\u0000${run.query}`;
-    return this.documents.get(await currentVersion(), key, produce, (p) => 'body' in p && warnings.length === 0);
+    const at = await currentVersion();
+    return this.keptOn(server()).documents.get(at, key, produce, (p) => 'body' in p && warnings.length === 0 && keep());
   }
 
-  private versionOf(db: Db): DataVersion {
-    let version = this.versions.get(db);
-    if (!version) this.versions.set(db, (version = new DataVersion(db)));
-    return version;
+  private keptOn(server: Db): Kept {
+    let kept = this.kept.get(server);
+    // Search pages run 3 to 10 KB, so 500 rendered documents stay within a few MB.
+    if (!kept) this.kept.set(server, (kept = { version: new DataVersion(server), results: new ResultCache(), documents: new ResultCache({ limit: 500 }) }));
+    return kept;
   }
 
-  /** After a change: the cookie with the primary's position, so the client's next reads include it. */
+  /**
+   * After a change: the cookie with the primary's position, so the client's next reads include
+   * it. A position that cannot be read is marked unknown, and the client reads from the primary.
+   */
   private async markWritten(ex: Exchange, target: Target, reads: NonNullable<RunnerParts['reads']>): Promise<void> {
-    try {
-      const lsn = await reads.replicas.position();
-      ex.res.appendHeader('set-cookie', reads.written.cookie(lsn, { path: target.basePath + '/', secure: target.secure }));
-    } catch {
-      // The primary is gone: the change failed with it, and its answer says so.
-    }
+    const lsn = await reads.replicas.position().catch(() => unknownPosition);
+    ex.res.appendHeader('set-cookie', reads.written.cookie(lsn, { path: target.basePath + '/', secure: target.secure }));
   }
 
   /** A recoverable problem a script reports: logged at level warn with the line that called warn(). */
