@@ -103,13 +103,13 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     const available = formatsOf(script);
     // Before the script has run, the address asked for (or its script's name) is the best name of the document.
     const guess = target.bare.endsWith('.php') ? destination.path.replace(/\.php$/, '') : target.bare;
-    const format = chooseFormat({ suffix: target.suffix, accept: req.headers.accept, available, path: guess, link: target.link });
+    const format = script.only && target.suffix === null ? script.only.format : chooseFormat({ suffix: target.suffix, accept: req.headers.accept, available, path: guess, link: target.link });
     // 6. Identity: who is asking is read only if the script asks; public documents never do.
     const requester = auth.requester(ex, target);
     // 7. Run the script and render its answer (8), or take the rendering kept at this data version.
     const produced = await runner.run(ex, { name, script, handler, method, format, available, target, query: destination.query, body, requester });
     // 9. Respond: redirect, 204, or the representation with its ETag, links and caching.
-    respond(ex, produced, { format, target, personal: requester.asked });
+    await respond(ex, produced, { format, target, personal: requester.asked, type: script.only?.type });
   }
 
   /** The one catch: an HttpError (or an outage) as a page or problem details, anything else 500. */

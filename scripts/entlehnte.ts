@@ -4,7 +4,7 @@
 // librarian POSTs here to lend a work to the user (201 with the loan's Location).
 import type { Document, Failure, FormField, Identity, LinkFn, Outcome, ScriptRequest } from '../lib/page/index.ts';
 import {
-  change, findAccount, HttpError, lend, librariansOnly, loanFields, loanView, mayReadLoans, pageLinks, readId, readLoan, readNonNegativeInteger,
+  change, findAccount, HttpError, lend, librariansOnly, loanFields, loanView, mayReadLoans, pageLinks, pagingOf, readId, readLoan, readNonNegativeInteger,
   rejectInvalid, requireLogin,
 } from '../lib/page/index.ts';
 
@@ -91,6 +91,7 @@ async function loanList(req: ScriptRequest, options: { uid: number; offset: numb
       loans: loans.map(({ total: _total, ...loan }) => loan),
       manage: await lendForm(req, requester, failure),
     },
+    pages: pagingOf(offset, pageSize, total, (at) => listPath(uid, at)),
     ...(failure ? { status: failure.status } : {}),
   };
 }

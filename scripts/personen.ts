@@ -2,7 +2,7 @@
 // neighbouring pages (offset, 0-based). A librarian POSTs here to create a person.
 import type { Document, LinkFn, Outcome, ScriptRequest } from '../lib/page/index.ts';
 import {
-  change, formAgain, formDocument, insertPerson, librariansOnly, newPersonPage, pageLinks, personView, readNonNegativeInteger, readPerson,
+  change, formAgain, formDocument, insertPerson, librariansOnly, newPersonPage, pageLinks, pagingOf, personView, readNonNegativeInteger, readPerson,
   rejectInvalid,
 } from '../lib/page/index.ts';
 
@@ -41,6 +41,7 @@ export async function GET({ query, db, remember }: ScriptRequest): Promise<Docum
     path: pagePath(offset),
     title: offset === 0 ? 'Persons' : `Persons from ${offset + 1}`,
     data: { total, offset, size: pageSize, ...pageLinks(offset, pageSize, total), personen },
+    pages: pagingOf(offset, pageSize, total, pagePath),
   };
 }
 

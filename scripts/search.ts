@@ -2,7 +2,7 @@
 // (repeatable, ANDed), tab, search_scope, vid and offset (docs/interface.md, Search). The URL
 // alone decides the result: no session, and the same order every time.
 import type { Db, Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
-import { buildQuery, clip, HttpError, pageLinks, readNonNegativeInteger, Redirect } from '../lib/page/index.ts';
+import { buildQuery, clip, HttpError, pageLinks, pagingOf, readNonNegativeInteger, Redirect } from '../lib/page/index.ts';
 
 const fields = ['any', 'title', 'creator'] as const;
 const matches = ['contains', 'exact', 'begins_with'] as const;
@@ -71,6 +71,7 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
     title: described ? `${view.title}: ${clip(described)}` : view.title,
     data: result,
     stylesheet: view.stylesheet,
+    ...(conditions.length > 0 ? { pages: pagingOf(offset, pageSize, result.total, (at) => searchPath(conditions, settings, at)) } : {}),
   };
 }
 

@@ -54,3 +54,12 @@ export class Redirect {
 export class NoContent {
   readonly status = 204;
 }
+
+/**
+ * Returned by a script whose document is too large to hold whole (a sitemap of a million
+ * works): sent piece by piece as the chunks come, with no ETag and no Content-Length.
+ */
+export class Streamed {
+  readonly status = 200;
+  constructor(readonly type: string, readonly chunks: () => AsyncIterable<string>) {}
+}

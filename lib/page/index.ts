@@ -6,7 +6,7 @@ export type { Account, Identity } from '../auth/index.ts';
 export { findAccount } from '../auth/index.ts';
 export type { Db, Queryable } from '../db/index.ts';
 export type { FieldError, Format } from '../http/index.ts';
-export { HttpError, NoContent, Redirect } from '../http/index.ts';
+export { HttpError, NoContent, Redirect, Streamed } from '../http/index.ts';
 export { change, librariansOnly, mayChangePerson, notYours } from './change.ts';
 export type { Failure, FormField, FormPage } from './form.ts';
 export { formAgain, formDocument, freshForm, showForm } from './form.ts';
@@ -21,7 +21,7 @@ export {
 } from './person.ts';
 export { deletePerson, insertPerson, updatePerson } from './person-store.ts';
 export type { Document, LinkFn, Outcome, ScriptModule, ScriptRequest } from './request.ts';
-export { buildQuery, clip, loginLink, pageLinks, readId, readNonNegativeInteger, requireLogin } from './request.ts';
+export { buildQuery, clip, loginLink, pageLinks, pagingOf, readId, readNonNegativeInteger, requireLogin } from './request.ts';
 export type { Werk } from './werk.ts';
 export { editWerkPage, findWerk, newWerkPage, readWerk, resolveWerk, werkJson, werkValues, werkView, werkXml } from './werk.ts';
 export { deleteWerk, insertWerk, updateWerk } from './werk-store.ts';

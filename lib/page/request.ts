@@ -4,7 +4,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Account, Identity, SessionControl } from '../auth/index.ts';
 import type { Db } from '../db/index.ts';
-import type { Body, BodyType, Format, NoContent, Redirect } from '../http/index.ts';
+import type { Body, BodyType, Format, NoContent, Redirect, Streamed } from '../http/index.ts';
 import { HttpError } from '../http/index.ts';
 
 export interface ScriptRequest {
@@ -54,6 +54,16 @@ export interface Document<T = unknown> {
   location?: string;
   /** Another document's template and representations, e.g. the new person a POST /personen made. */
   view?: View;
+  /** For a page of a list: the site paths of the first, last and neighbouring pages, sent as Link headers (pagingOf). */
+  pages?: Paging;
+}
+
+/** The pages around one page of a list, as site paths; null where there is none. */
+export interface Paging {
+  first: string;
+  last: string;
+  previous: string | null;
+  next: string | null;
 }
 
 /** How a document is rendered: the template's name, and its data in JSON and XML. */
@@ -64,7 +74,7 @@ export interface View {
 }
 
 /** What a handler answers: a document, a redirect (303 after a form), or 204. */
-export type Outcome = Document | Redirect | NoContent;
+export type Outcome = Document | Redirect | NoContent | Streamed;
 
 export type LinkFn = (path: string) => string;
 
@@ -84,6 +94,12 @@ export interface ScriptModule {
    * (data_version), and asking who the requester is fails.
    */
   cacheable?: boolean;
+  /**
+   * The one representation of a document that has a media type of its own instead of the three
+   * (an Atom feed: its XML, through toXml, served as application/atom+xml). It is served whatever
+   * Accept asks; the other suffixes are 404.
+   */
+  only?: { format: 'xml'; type: string };
 }
 
 /** Reads a non-negative integer parameter; 400 naming the parameter when it is not one. */
@@ -117,6 +133,17 @@ export function pageLinks(offset: number, size: number, total: number) {
     // Past the end, "previous" leads back to the last page that has entries.
     previous: offset === 0 ? null : offset > last ? last : Math.max(0, offset - size),
     next: offset + size < total ? offset + size : null,
+  };
+}
+
+/** The Link relations of a list's page at offset (RFC 8288 first, last, prev, next); pathOf gives a page's site path. */
+export function pagingOf(offset: number, size: number, total: number, pathOf: (offset: number) => string): Paging {
+  const { previous, next } = pageLinks(offset, size, total);
+  return {
+    first: pathOf(0),
+    last: pathOf(total > 0 ? Math.floor((total - 1) / size) * size : 0),
+    previous: previous === null ? null : pathOf(previous),
+    next: next === null ? null : pathOf(next),
   };
 }
 

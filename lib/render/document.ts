@@ -29,8 +29,9 @@ export function buildJson(value: unknown): string {
   return JSON.stringify(value, null, 2) + '\n';
 }
 
-/** The representations a script offers: HTML always, XML when it maps its data to a tree. */
+/** The representations a script offers: HTML always, XML when it maps its data to a tree; or its only one. */
 export function formatsOf(script: ScriptModule): Format[] {
+  if (script.only) return [script.only.format];
   return formats.filter((f) => f !== 'xml' || script.toXml !== undefined);
 }
 

@@ -9,7 +9,7 @@ import { projectRoot } from '../config.ts';
 import type { Db, ReadRoute, Replicas } from '../db/index.ts';
 import { DataVersion, failsOnReplica, ResultCache, unknownPosition } from '../db/index.ts';
 import type { BodyReader, Exchange, Format, Target } from '../http/index.ts';
-import { alternatesOf, etagOf, NoContent, Redirect } from '../http/index.ts';
+import { alternatesOf, etagOf, NoContent, Redirect, Streamed } from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
 import type { Outcome, ScriptModule, ScriptRequest } from '../page/index.ts';
 import type { Produced, Templates } from '../render/index.ts';
@@ -119,7 +119,7 @@ export class ScriptRunner {
         await requester.settle(ex);
         if (reads && !safe && done) await this.markWritten(ex, target, reads);
       }
-      if (outcome instanceof Redirect || outcome instanceof NoContent) return outcome;
+      if (outcome instanceof Redirect || outcome instanceof NoContent || outcome instanceof Streamed) return outcome;
       const alternates = alternatesOf(outcome.path, run.available, target.link);
       const text = renderDocument({
         format, scriptName: name, script, doc: outcome, link: target.link, templates,

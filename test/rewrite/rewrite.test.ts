@@ -493,7 +493,7 @@ describe('loadRules', () => {
 describe('rewrite-rules.json: every URL of docs/interface.md', () => {
   const scriptNames = new Set([
     'index', 'personen', 'person', 'werk', 'search', 'entlehnte', 'login', 'logout',
-    'person-neu', 'person-bearbeiten', 'person-werke', 'werk-neu', 'werk-bearbeiten', 'entlehnung',
+    'person-neu', 'person-bearbeiten', 'person-werke', 'werk-neu', 'werk-bearbeiten', 'entlehnung', 'feed', 'sitemap', 'robots',
   ]);
   const tableFile = fileURLToPath(new URL('../../rewrite-rules.json', import.meta.url));
   const loaded = loadRules(tableFile, { scriptExists: (name) => scriptNames.has(name) });
@@ -522,6 +522,11 @@ describe('rewrite-rules.json: every URL of docs/interface.md', () => {
     ['/person/max-muster/werke/neu', { kind: 'pass', path: '/werk-neu.php', query: 'slug=max-muster', rule: 18 }],
     ['/werk/7/bearbeiten', { kind: 'pass', path: '/werk-bearbeiten.php', query: 'id=7', rule: 19 }],
     ['/entlehnte/3/14', { kind: 'pass', path: '/entlehnung.php', query: 'uid=3&wid=14', rule: 20 }],
+    ['/feed', { kind: 'pass', path: '/feed.php', query: '', rule: 21 }],
+    ['/person/7/feed', { kind: 'pass', path: '/feed.php', query: 'pid=7', rule: 22 }],
+    ['/person/max-muster/feed', { kind: 'pass', path: '/feed.php', query: 'slug=max-muster', rule: 23 }],
+    ['/sitemap?werke=2', { kind: 'pass', path: '/sitemap.php', query: 'werke=2', rule: 24 }],
+    ['/robots.txt', { kind: 'pass', path: '/robots.php', query: '', rule: 25 }],
     ['/person/max-muster/werke/7', { kind: 'pass', path: '/person/max-muster/werke/7', query: '', rule: null }],
     ['/entlehnte/3/abc', { kind: 'pass', path: '/entlehnte/3/abc', query: '', rule: null }],
     ['/personen/', { kind: 'redirect', status: 301, location: '/personen', rule: 1 }],
