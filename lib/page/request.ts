@@ -96,10 +96,10 @@ export interface ScriptModule {
   cacheable?: boolean;
   /**
    * The one representation of a document that has a media type of its own instead of the three
-   * (an Atom feed: its XML, through toXml, served as application/atom+xml). It is served whatever
-   * Accept asks; the other suffixes are 404.
+   * (an Atom feed: its XML, through toXml, served as application/atom+xml; the OpenAPI document's
+   * JSON). It is served whatever Accept asks; another suffix is 406.
    */
-  only?: { format: 'xml'; type: string };
+  only?: { format: 'xml' | 'json'; type: string };
 }
 
 /** Reads a non-negative integer parameter; 400 naming the parameter when it is not one. */

@@ -493,7 +493,7 @@ describe('loadRules', () => {
 describe('rewrite-rules.json: every URL of docs/interface.md', () => {
   const scriptNames = new Set([
     'index', 'personen', 'person', 'werk', 'search', 'entlehnte', 'login', 'logout',
-    'person-neu', 'person-bearbeiten', 'person-werke', 'werk-neu', 'werk-bearbeiten', 'entlehnung', 'feed', 'sitemap', 'robots',
+    'person-neu', 'person-bearbeiten', 'person-werke', 'werk-neu', 'werk-bearbeiten', 'entlehnung', 'feed', 'sitemap', 'robots', 'openapi',
   ]);
   const tableFile = fileURLToPath(new URL('../../rewrite-rules.json', import.meta.url));
   const loaded = loadRules(tableFile, { scriptExists: (name) => scriptNames.has(name) });
@@ -527,6 +527,7 @@ describe('rewrite-rules.json: every URL of docs/interface.md', () => {
     ['/person/max-muster/feed', { kind: 'pass', path: '/feed.php', query: 'slug=max-muster', rule: 23 }],
     ['/sitemap?werke=2', { kind: 'pass', path: '/sitemap.php', query: 'werke=2', rule: 24 }],
     ['/robots.txt', { kind: 'pass', path: '/robots.php', query: '', rule: 25 }],
+    ['/openapi', { kind: 'pass', path: '/openapi.php', query: '', rule: 26 }],
     ['/person/max-muster/werke/7', { kind: 'pass', path: '/person/max-muster/werke/7', query: '', rule: null }],
     ['/entlehnte/3/abc', { kind: 'pass', path: '/entlehnte/3/abc', query: '', rule: null }],
     ['/personen/', { kind: 'redirect', status: 301, location: '/personen', rule: 1 }],
