@@ -22,6 +22,12 @@ const types: Record<string, string> = {
   '.ico': 'image/x-icon',
   '.txt': 'text/plain; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
+  '.xsd': 'application/xml; charset=utf-8',
+};
+
+// JSON is served only from public/schema/, as JSON Schema (docs/interface.md, Schemas).
+const schemaTypes: Record<string, string> = {
+  '.json': 'application/schema+json',
 };
 
 // Plain names only: no hidden files, no "..", no backslashes or NUL.
@@ -48,7 +54,8 @@ export class StaticFiles {
   }
 
   private read(urlPath: string): StaticFile | null {
-    const type = types[path.extname(urlPath).toLowerCase()];
+    const extension = path.extname(urlPath).toLowerCase();
+    const type = (urlPath.startsWith('/schema/') ? schemaTypes[extension] : undefined) ?? types[extension];
     if (!type) return null;
     const file = path.join(this.dir, urlPath);
     if (!file.startsWith(this.dir + path.sep)) return null;
