@@ -73,14 +73,21 @@ function personHtml(p: Person, werke: Werk[], origin: string): string {
   const name = `${html(p.vorname)} ${html(p.nachname)}`;
   const self = `${origin}/person/${p.slug}`;
   const items = werke.map((w) => `  <li><a href="werk/${w.id}">${html(w.titel)}</a></li>\n`).join('');
+  const ld = JSON.stringify({
+    '@context': 'https://schema.org', '@type': 'Person', '@id': self, url: self,
+    name: `${p.vorname} ${p.nachname}`, givenName: p.vorname, familyName: p.nachname, image: new URL(p.image, `${origin}/`).href,
+    '@reverse': { creator: werke.map((w) => ({ '@type': 'CreativeWork', '@id': `${origin}/werk/${w.id}`, name: w.titel })) },
+  }).replace(/</g, '\\u003c');
   return `<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n` +
     `<title>${name} · Portfolio</title>\n<base href="/">\n<link rel="stylesheet" href="css/site.css">\n<link rel="canonical" href="${self}">\n` +
-    `<link rel="alternate" type="application/xml" href="${self}.xml">\n<link rel="alternate" type="application/json" href="${self}.json">\n</head>\n<body>\n` +
+    `<link rel="alternate" type="application/xml" href="${self}.xml">\n<link rel="alternate" type="application/json" href="${self}.json">\n` +
+    `<link rel="alternate" type="application/atom+xml" title="Newest works" href="feed">\n` +
+    `<link rel="alternate" type="application/atom+xml" title="Newest works of ${name}" href="person/${p.slug}/feed">\n</head>\n<body>\n` +
     `<header class="site">\n  <a class="brand" href="./">Portfolio</a>\n  <nav aria-label="Main">\n    <a href="personen">Persons</a>\n    <a href="search">Search</a>\n  </nav>\n  <a class="login" href="login">Log in</a>\n</header>\n<main>\n\n\n` +
     `<article class="person">\n<h1>details of a person</h1>\n<img class="portrait" src="${html(p.image)}" alt="Picture of ${name}" width="240" height="240">\n` +
     `<p>${name} has ${werke.length} ${werke.length === 1 ? 'work' : 'works'} in the database; user name ${html(p.username)}.</p>\n<ul class="werke">\n${items}</ul>\n` +
     `<p class="edit"><a href="person/${p.slug}/bearbeiten">Edit</a> · <a href="person/${p.slug}/werke/neu">Add a work</a></p>\n` +
-    `<p class="back"><a href="personen">All persons</a></p>\n</article>\n</main>\n<footer class="site">\n` +
+    `<p class="back"><a href="personen">All persons</a></p>\n</article>\n<script type="application/ld+json">${ld}</script>\n</main>\n<footer class="site">\n` +
     `  <p>This page as <a href="${self}.html" type="text/html">HTML</a> · <a href="${self}.xml" type="application/xml">XML</a> · <a href="${self}.json" type="application/json">JSON</a></p>\n` +
     '</footer>\n</body>\n</html>\n\n';
 }
