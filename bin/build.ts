@@ -1,16 +1,20 @@
 // `npm run build`: bundles server.ts with the lib modules it imports into dist/server.js, plain
 // JavaScript that `npm start` runs without the tsx loader. Packages stay imports from
-// node_modules; the handler scripts stay out, compiled on first use (lib/scripts/loader.ts).
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+// node_modules. The handler scripts stay out of the bundle: each is compiled on its own into
+// dist/scripts.json, which the production server loads instead of compiling them
+// (lib/scripts/loader.ts), so it runs no compiler.
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, transform } from 'esbuild';
 import { projectRoot } from '../lib/config.ts';
+import type { BuiltScript } from '../lib/scripts/loader.ts';
+import { builtScriptsFile, compileOptions, sha256Of } from '../lib/scripts/loader.ts';
 
 /** The built server; it lies one folder deep, as lib/ does, so projectRoot stays the same. */
 export const serverBundle = path.join(projectRoot, 'dist', 'server.js');
 
-export async function buildServer(): Promise<{ file: string; bytes: number; milliseconds: number }> {
+export async function buildServer(): Promise<{ file: string; bytes: number; scripts: number; milliseconds: number }> {
   const started = performance.now();
   const result = await build({
     entryPoints: [path.join(projectRoot, 'server.ts')],
@@ -38,7 +42,32 @@ export async function buildServer(): Promise<{ file: string; bytes: number; mill
     renameSync(temporary, file.path);
   }
   const bytes = files.find((f) => f.path === serverBundle)?.contents.byteLength ?? 0;
-  return { file: serverBundle, bytes, milliseconds: performance.now() - started };
+  const scripts = await buildScripts();
+  return { file: serverBundle, bytes, scripts, milliseconds: performance.now() - started };
+}
+
+/**
+ * Every .ts file of scripts/ compiled as the loader compiles it, with the hash of its text, into
+ * dist/scripts.json. A script that does not compile is left out: the server then reports its
+ * parse error on first use, as it would without a build.
+ */
+async function buildScripts(): Promise<number> {
+  const dir = path.join(projectRoot, 'scripts');
+  const built: Record<string, BuiltScript> = {};
+  for (const name of readdirSync(dir).filter((f) => f.endsWith('.ts')).sort()) {
+    const file = path.join(dir, name);
+    const source = readFileSync(file, 'utf8');
+    try {
+      const { code, map } = await transform(source, compileOptions(file));
+      built[path.relative(projectRoot, file)] = { sha256: sha256Of(source), code, map };
+    } catch {
+      // reported by the server, at the script's first request
+    }
+  }
+  const temporary = `${builtScriptsFile}.${process.pid}.tmp`;
+  writeFileSync(temporary, JSON.stringify(built));
+  renameSync(temporary, builtScriptsFile);
+  return Object.keys(built).length;
 }
 
 /**
@@ -54,7 +83,7 @@ export function startArguments(): string[] {
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   buildServer().then(
-    ({ file, bytes, milliseconds }) => console.log(`build: ${path.relative(projectRoot, file)} (${Math.round(bytes / 1024)} KiB) in ${Math.round(milliseconds)} ms`),
+    ({ file, bytes, scripts, milliseconds }) => console.log(`build: ${path.relative(projectRoot, file)} (${Math.round(bytes / 1024)} KiB) and ${scripts} scripts in ${Math.round(milliseconds)} ms`),
     (err: unknown) => {
       console.error(`build: ${err instanceof Error ? err.message : String(err)}`);
       process.exit(1);

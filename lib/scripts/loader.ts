@@ -1,11 +1,14 @@
 // Loads the handler scripts in scripts/ the way PHP loads .php files: by name, compiled on first
 // use, and in development compiled again when the file's text changes. A script that does not
-// compile is a parse error, not a crash (docs/development.md).
+// compile is a parse error, not a crash (docs/development.md). In production the compiled code
+// comes from the build (dist/scripts.json) when the script's text is the one built, so the server
+// starts no compiler process; a script changed since is compiled as in development.
+import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import vm from 'node:vm';
-import { transform, type TransformFailure } from 'esbuild';
+import type { TransformFailure, TransformOptions } from 'esbuild';
 import { projectRoot } from '../config.ts';
 import type { ScriptModule } from '../page/index.ts';
 import * as page from '../page/index.ts';
@@ -22,6 +25,38 @@ interface CompiledModule {
   helpers: CompiledModule[];
 }
 
+/** What `npm run build` compiled: the files of scripts/ by path from the project folder (bin/build.ts). */
+export const builtScriptsFile = path.join(projectRoot, 'dist', 'scripts.json');
+
+export interface BuiltScript {
+  /** SHA-256 of the text it was compiled from. */
+  sha256: string;
+  code: string;
+  map: string;
+}
+
+/** How a file of the scripts folder is compiled: at build time and on first use alike. */
+export function compileOptions(file: string): TransformOptions {
+  return {
+    loader: 'ts',
+    format: 'cjs',
+    target: 'node20',
+    sourcemap: 'external',
+    sourcefile: file,
+    tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
+  };
+}
+
+export function sha256Of(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** esbuild, imported on first need: a production server that finds every script built never loads it. */
+async function compileWithEsbuild(source: string, file: string): Promise<{ code: string; map: string }> {
+  const { transform } = await import('esbuild');
+  return transform(source, compileOptions(file));
+}
+
 const requireCall = /\brequire\("([^"]+)"\)/g;
 const libDir = path.join(projectRoot, 'lib');
 // The one lib module a script may import; it gets the very instance the server runs.
@@ -35,11 +70,14 @@ export class ScriptLoader {
   private readonly compiled = new Map<string, CompiledModule>();
   /** Compiling goes one script at a time, so a helper two scripts import is compiled once. */
   private compiling: Promise<unknown> = Promise.resolve();
+  /** The build's compiled scripts, in production; empty in development and without a build. */
+  private readonly built: Record<string, BuiltScript>;
 
   constructor(dir: string, options: { reload: boolean }) {
     this.dir = path.resolve(dir);
     this.reload = options.reload;
     this.known = this.scan();
+    this.built = options.reload ? {} : readBuilt();
   }
 
   /** Whether scripts/<name>.ts exists; only such names are ever resolved, never another file. */
@@ -88,16 +126,10 @@ export class ScriptLoader {
 
   private async compile(file: string, importers: readonly string[]): Promise<CompiledModule> {
     const source = await readFile(file, 'utf8');
+    const built = this.built[path.relative(projectRoot, file)];
     let output;
     try {
-      output = await transform(source, {
-        loader: 'ts',
-        format: 'cjs',
-        target: 'node20',
-        sourcemap: 'external',
-        sourcefile: file,
-        tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
-      });
+      output = built && built.sha256 === sha256Of(source) ? built : await compileWithEsbuild(source, file);
     } catch (err) {
       const first = (err as TransformFailure).errors?.[0];
       throw new ScriptParseError(first?.text ?? String(err), file, first?.location?.line ?? 0, first?.location?.column ?? 0);
@@ -146,6 +178,14 @@ export class ScriptLoader {
       }
     }
     return { imports, helpers };
+  }
+}
+
+function readBuilt(): Record<string, BuiltScript> {
+  try {
+    return JSON.parse(readFileSync(builtScriptsFile, 'utf8')) as Record<string, BuiltScript>;
+  } catch {
+    return {};
   }
 }
 

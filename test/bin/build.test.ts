@@ -2,10 +2,12 @@
 // the tsx loader. It answers as the sources do, hands scripts the lib modules bundled into it, and
 // its error log still names TypeScript files and lines.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buildServer, serverBundle, startArguments } from '../../bin/build.ts';
+import type { BuiltScript } from '../../lib/scripts/loader.ts';
+import { builtScriptsFile, sha256Of } from '../../lib/scripts/loader.ts';
 import type { TestServer } from '../helpers.ts';
 import { fixtureEnv, rawRequest, root, startTestServer, waitFor } from '../helpers.ts';
 import type { OwnProgram, Program } from '../program.ts';
@@ -29,6 +31,22 @@ describe('npm run build', () => {
     const map = JSON.parse(readFileSync(`${file}.map`, 'utf8')) as { sources: string[] };
     assert.ok(map.sources.includes('../lib/http/http-error.ts') && map.sources.includes('../server.ts'), map.sources.join(', '));
     assert.ok(!map.sources.some((s) => s.startsWith('../scripts/')), 'the handler scripts stay out of the bundle');
+    // esbuild only on demand: for a script changed since the build.
+    assert.match(code, /import\("esbuild"\)/);
+    assert.doesNotMatch(code, /^import .* from "esbuild"/m);
+  });
+
+  test('compiles every handler script into dist/scripts.json, with the hash of its text', async () => {
+    const { scripts } = await buildServer();
+    const built = JSON.parse(readFileSync(builtScriptsFile, 'utf8')) as Record<string, BuiltScript>;
+    const names = readdirSync(path.join(root, 'scripts')).filter((f) => f.endsWith('.ts'));
+    assert.equal(scripts, names.length);
+    assert.deepEqual(Object.keys(built).sort(), names.map((f) => `scripts/${f}`).sort());
+    for (const [file, script] of Object.entries(built)) {
+      assert.equal(script.sha256, sha256Of(readFileSync(path.join(root, file), 'utf8')), file);
+      assert.match(script.code, /exports/);
+      assert.equal(JSON.parse(script.map).version, 3);
+    }
   });
 
   test('is what npm start runs, with its flags', () => {
@@ -72,6 +90,11 @@ describe('the built server', () => {
     });
   }
 
+  test('runs no compiler: every script comes compiled from the build', async () => {
+    for (const file of readdirSync(path.join(root, 'scripts'))) await rawRequest(product.origin, `/${file.replace(/\.ts$/, '.php')}`);
+    assert.deepEqual(compilersOf(product), []);
+  });
+
   test('answers a script\'s HttpError with its status: an unknown person is a 404 problem', async () => {
     const res = await rawRequest(product.origin, '/person/niemand-hier.json');
     assert.equal(res.status, 404);
@@ -100,6 +123,11 @@ describe('the built server\'s error log', () => {
     assert.match(log, /\] TypeError: Cannot read properties of undefined \(reading 'titel'\) in test\/fixtures\/scripts\/boom\.ts on line 9\n/);
   });
 
+  test('compiles scripts the build has not seen, as in development (which the check for a compiler sees)', async () => {
+    await rawRequest(product.origin, '/boom');
+    assert.equal(compilersOf(product).length, 1);
+  });
+
   test('names the TypeScript line of a failure inside the bundle, through its source map', async () => {
     const res = await rawRequest(product.origin, '/boom-lib');
     assert.equal(res.status, 500);
@@ -110,3 +138,20 @@ describe('the built server\'s error log', () => {
     assert.match(log, new RegExp(`\\] TypeError: Cannot read properties of undefined \\(reading 'get'\\) in lib/page/request\\.ts on line ${line}\\n`));
   });
 });
+
+/** The esbuild processes the program started (its service process), from /proc. */
+function compilersOf(program: Program): string[] {
+  const found: string[] = [];
+  for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (parent === program.child.pid && command.includes('esbuild')) found.push(command.trim());
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return found;
+}
+
