@@ -19,6 +19,9 @@ export interface LoadResult {
   requestsPerSecond: number;
   p50: number;
   p99: number;
+  /** One request in a thousand waited longer. */
+  p99_9: number;
+  max: number;
   errors: number;
   non2xx: number;
   peakRssMb: number;
@@ -69,6 +72,8 @@ export function combine(slices: readonly Slice[]): LoadResult {
     requestsPerSecond: requests / seconds,
     p50: result.latency.p50,
     p99: result.latency.p99,
+    p99_9: (result.latency as unknown as { p99_9: number }).p99_9,
+    max: result.latency.max,
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
     peakRssMb: Math.max(...slices.map((s) => s.peakRssKb)) / 1024,

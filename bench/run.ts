@@ -142,7 +142,7 @@ async function prepareDataset(works: number): Promise<Dataset> {
   }
 }
 
-interface Contender { works: number; role: 'product' | 'baseline'; server: Started; cases: Case[] }
+interface Contender { works: number; role: 'product' | 'baseline' | 'reference'; server: Started; cases: Case[] }
 
 /**
  * Every size's product and baseline run at once and take turns within each case, so that the
@@ -158,7 +158,8 @@ async function measure(datasets: readonly Dataset[], logDir: string, baselineFil
         NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: url, DEMO_DATA: '0', LOG_DIR: path.join(logDir, String(works)), WEB_CONCURRENCY: '1',
       });
       contenders.push({ works, role: 'product', server: product, cases });
-      contenders.push({ works, role: 'baseline', server: await startServer(`the baseline (${works} works)`, [baselineFile], { PORT: '0', DATABASE_URL: url }), cases });
+      contenders.push({ works, role: 'baseline', server: await startServer(`the baseline (${works} works)`, [baselineFile], { PORT: '0', DATABASE_URL: url, BASELINE_STYLE: 'strong' }), cases });
+      contenders.push({ works, role: 'reference', server: await startServer(`the reference baseline (${works} works)`, [baselineFile], { PORT: '0', DATABASE_URL: url, BASELINE_STYLE: 'reference' }), cases });
     }
     for (const c of contenders) {
       await checkAnswers(c.server, c.cases);
@@ -191,14 +192,14 @@ async function measure(datasets: readonly Dataset[], logDir: string, baselineFil
       const line = contenders.map((c) => {
         const r = combine(slicesOfCase.get(c)!);
         results.get(c)!.push(r);
-        return `${c.role} ${c.works} ${r.requestsPerSecond.toFixed(0)} req/s p50 ${r.p50} p99 ${r.p99}`;
+        return `${c.role} ${c.works} ${r.requestsPerSecond.toFixed(0)} req/s p50 ${r.p50} p99 ${r.p99} p99.9 ${r.p99_9}`;
       });
       console.log(`bench: ${contenders[0]!.cases[i]!.name}: ${line.join('; ')}`);
     }
     return datasets.flatMap(({ works }) => {
       const of = (role: Contender['role']) => contenders.find((c) => c.works === works && c.role === role)!;
       return of('product').cases.map((c, i) => ({
-        works, case: c.name, product: results.get(of('product'))![i]!, baseline: results.get(of('baseline'))![i]!,
+        works, case: c.name, product: results.get(of('product'))![i]!, baseline: results.get(of('baseline'))![i]!, reference: results.get(of('reference'))![i]!,
       }));
     });
   } finally {

@@ -1,5 +1,5 @@
-// The benchmark's hand-written baseline (bench/baseline.ts) must give the very documents the
-// product gives, or the benchmark compares different work.
+// The benchmark's hand-written baselines (bench/baseline.ts, both styles) must give the very
+// documents the product gives, or the benchmark compares different work.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,15 +9,15 @@ import { createBaseline } from '../bench/baseline.ts';
 import type { TestServer } from './helpers.ts';
 import { startTestServer } from './helpers.ts';
 
-describe('benchmark baseline', () => {
+for (const style of ['strong', 'reference'] as const) describe(`benchmark baseline (${style})`, () => {
   let product: TestServer;
   let baseline: http.Server;
   let baselineOrigin: string;
 
   before(async () => {
     product = await startTestServer();
-    const query: QueryFn = (sql, params) => product.db.query(sql, params);
-    baseline = http.createServer(createBaseline(query));
+    const query: QueryFn = (sql, params, name) => product.db.query(sql, params, name ? { name } : undefined);
+    baseline = http.createServer(createBaseline(query, style));
     await new Promise<void>((resolve) => baseline.listen(0, '127.0.0.1', resolve));
     baselineOrigin = `http://127.0.0.1:${(baseline.address() as AddressInfo).port}`;
   });
@@ -58,6 +58,17 @@ describe('benchmark baseline', () => {
       assert.ok(JSON.parse(productBody).total > 0);
     });
   }
+
+  test('gives a person without works as the product does', async () => {
+    await product.db.query(
+      `INSERT INTO person (slug, vorname, nachname, username, image) VALUES ($1, 'Ohne', 'Werke', $1, '/img/person.svg') ON CONFLICT DO NOTHING`,
+      ['ohne-werke'],
+    );
+    for (const suffix of ['json', 'xml', 'html']) {
+      const [productBody, baselineBody] = await fetchBoth(`/person/ohne-werke.${suffix}`);
+      assert.equal(baselineBody, productBody);
+    }
+  });
 
   test('answers 404 for an unknown slug', async () => {
     assert.equal((await fetch(`${baselineOrigin}/person/niemand.json`)).status, 404);
