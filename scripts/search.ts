@@ -194,6 +194,9 @@ function buildFilters(conditions: readonly Condition[], scope: string): Filters 
 
 interface Totals { personen: number; werke: number }
 
+/** Up to this many matching works a page sorts them all (cheap); beyond, it walks the title index. */
+const fewMatches = 5000;
+
 async function countHits(db: Db, filters: Filters): Promise<Totals> {
   // A title condition in the scope personen: nothing can match, and no query would use the terms.
   if (filters.person === null && filters.werk === null) return { personen: 0, werke: 0 };
@@ -217,9 +220,15 @@ async function findPage(db: Db, filters: Filters, totals: Totals, offset: number
   }
   const werkOffset = Math.max(0, offset - totals.personen);
   if (filters.werk !== null && hits.length < pageSize && werkOffset < totals.werke) {
+    // Many matches: walk werk_titel_sort in order and stop after the page. Few: that walk would
+    // pass nearly every work before it found them (a rare phrase took 1.3 s at a million works),
+    // so they are taken through the trigram indexes and sorted; OFFSET 0 keeps the planner from
+    // turning the subquery back into the walk.
+    const works = totals.werke <= fewMatches ? `(SELECT * FROM werk w WHERE ${filters.werk} OFFSET 0) w` : `werk w`;
+    const where = totals.werke <= fewMatches ? '' : `WHERE ${filters.werk}`;
     hits.push(...await db.query<Hit>(
       `SELECT 'werk' AS typ, w.id, w.titel, p.slug, ${nameSql} AS person
-         FROM werk w JOIN person p ON p.id = w.person_id WHERE ${filters.werk}
+         FROM ${works} JOIN person p ON p.id = w.person_id ${where}
         ORDER BY ${titleKey}, w.id
         LIMIT $${n + 1} OFFSET $${n + 2}`,
       [...filters.params, pageSize - hits.length, werkOffset],
