@@ -6,7 +6,7 @@ import type { NewAccount, Role } from '../lib/auth/index.ts';
 import { checkNewPassword, createAccount, listAccounts, normalizeUsername, personExists, roles, setPassword, setRole, usernamePattern } from '../lib/auth/index.ts';
 import { readConfig } from '../lib/config.ts';
 import type { Db } from '../lib/db/index.ts';
-import { migrate, openPglite, openPostgres } from '../lib/db/index.ts';
+import { migrate, openDatabase as openConfigured } from '../lib/db/index.ts';
 
 const usage = `Usage: npm run accounts -- <command>
 
@@ -166,9 +166,8 @@ function promptHidden(question: string): Promise<string> {
 
 async function openDatabase(): Promise<Db> {
   const config = readConfig();
-  const db = config.databaseUrl
-    ? openPostgres({ connectionString: config.databaseUrl, statementTimeoutMs: config.statementTimeoutMs })
-    : await openPglite({ dataDir: config.dataDir });
+  // As the server opens it: several hosts, a standby refused, the pool settings.
+  const db = await openConfigured(config);
   try {
     await migrate(db, config.sqlDir);
   } catch (err) {

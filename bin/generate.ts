@@ -3,7 +3,7 @@
 // A progress bar on a terminal, plain progress lines otherwise (CI logs, pipes).
 import { parseArgs } from 'node:util';
 import { readConfig } from '../lib/config.ts';
-import { migrate, openPglite, openPostgres } from '../lib/db/index.ts';
+import { migrate, openDatabase } from '../lib/db/index.ts';
 import type { Progress } from './lib/generate.ts';
 import { DatabaseNotEmptyError, generateData } from './lib/generate.ts';
 
@@ -51,9 +51,8 @@ async function main(): Promise<void> {
   const works = readCount(values, 'works', 50, 10_000);
   const seed = readCount(values, 'seed', 1, 2 ** 31);
   const config = readConfig();
-  const db = config.databaseUrl
-    ? openPostgres({ connectionString: config.databaseUrl, statementTimeoutMs: 600_000 })
-    : await openPglite({ dataDir: config.dataDir });
+  // As the server opens it, with room for the bulk statements.
+  const db = await openDatabase({ ...config, statementTimeoutMs: 600_000 });
   try {
     await migrate(db, config.sqlDir);
     const summary = await generateData(db, { persons, works, seed, replace: values.replace, onProgress: createProgressPrinter(process.stdout) });

@@ -1,7 +1,7 @@
 // The search result list: /search and search.php with query=<field>,<match>,<term>
 // (repeatable, ANDed), tab, search_scope, vid and offset (docs/interface.md, Search). The URL
 // alone decides the result: no session, and the same order every time.
-import type { Db, Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
+import type { Db, Document, LinkFn, Paging, ScriptRequest } from '../lib/page/index.ts';
 import { buildQuery, clip, HttpError, pageLinks, pagingOf, readNonNegativeInteger, Redirect } from '../lib/page/index.ts';
 
 const fields = ['any', 'title', 'creator'] as const;
@@ -59,11 +59,13 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
   const view = views[settings.vid] as { title: string; stylesheet: string };
   const result: SearchResult = { conditions, ...settings, offset, size: pageSize, total: 0, previous: null, next: null, hits: [], pages: { previous: null, next: null } };
 
+  let paging: Paging | null = null;
   if (conditions.length > 0) {
     Object.assign(result, await search(req, conditions, settings.scope, offset));
     Object.assign(result, pageLinks(offset, pageSize, result.total));
-    const relative = (at: number | null) => (at === null ? null : searchPath(conditions, settings, at).slice(1));
-    result.pages = { previous: relative(result.previous), next: relative(result.next) };
+    paging = pagingOf(offset, pageSize, result.total, (at) => searchPath(conditions, settings, at));
+    // The HTML pager links relative to <base href>: the same paths without their leading slash.
+    result.pages = { previous: paging.previous?.slice(1) ?? null, next: paging.next?.slice(1) ?? null };
   }
   const described = conditions.map((c) => `${c.field} ${c.match.replace('_', ' ')} "${c.term}"`).join(' and ');
   return {
@@ -71,7 +73,7 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
     title: described ? `${view.title}: ${clip(described)}` : view.title,
     data: result,
     stylesheet: view.stylesheet,
-    ...(conditions.length > 0 ? { pages: pagingOf(offset, pageSize, result.total, (at) => searchPath(conditions, settings, at)) } : {}),
+    ...(paging ? { pages: paging } : {}),
   };
 }
 

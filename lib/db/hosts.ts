@@ -84,11 +84,6 @@ export class Failover implements Db {
     this.db = options.open(options.primary);
   }
 
-  /** The host statements go to now. */
-  get current(): string {
-    return hostOf(this.url);
-  }
-
   query<R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions): Promise<R[]> {
     return this.watch(this.db.query<R>(sql, params, queryOptions));
   }

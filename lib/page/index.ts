@@ -20,7 +20,7 @@ export {
   editPersonPage, findPerson, keyPath, newPersonPage, personJson, personValues, personView, personXml, readPerson, readPersonKey, resolvePerson,
 } from './person.ts';
 export { deletePerson, insertPerson, updatePerson } from './person-store.ts';
-export type { Document, LinkFn, Outcome, ScriptModule, ScriptRequest } from './request.ts';
+export type { Document, LinkFn, Outcome, Paging, ScriptModule, ScriptRequest } from './request.ts';
 export { buildQuery, clip, loginLink, pageLinks, pagingOf, readId, readNonNegativeInteger, requireLogin } from './request.ts';
 export type { Werk } from './werk.ts';
 export { editWerkPage, findWerk, newWerkPage, readWerk, resolveWerk, werkJson, werkValues, werkView, werkXml } from './werk.ts';

@@ -235,6 +235,11 @@ function client(server: () => TestServer) {
   };
 }
 
+/** The column v of a statement's rows on the server's database. */
+function columnOf(server: () => TestServer) {
+  return async <T>(sql: string): Promise<T[]> => (await server().db.query<{ v: T }>(sql)).map((row) => row.v);
+}
+
 /** A target in the representation asked for: the suffix goes before the query. */
 function as(format: ApiFormat, target: string): string {
   const mark = target.indexOf('?');
@@ -256,7 +261,7 @@ describe('the demo data', () => {
   });
   after(() => server.close());
 
-  const column = async <T>(sql: string) => (await server.db.query<{ v: T }>(sql)).map((row) => row.v);
+  const column = columnOf(() => server);
 
   bothFormats('every person, by slug and by id', async (format, tally) => {
     for (const slug of await column<string>('SELECT slug AS v FROM person ORDER BY id')) {
@@ -561,7 +566,7 @@ describe('generated data: 200 persons with 5 works each', () => {
   });
   after(() => server.close());
 
-  const column = async <T>(sql: string) => (await server.db.query<{ v: T }>(sql)).map((row) => row.v);
+  const column = columnOf(() => server);
 
   bothFormats('a sample of persons and works, every page of the list, the start page and searches', async (format, tally) => {
     // Every 9th person and every 23rd work, the first and the last.

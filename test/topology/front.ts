@@ -130,7 +130,8 @@ async function started(child: ChildProcess, port: number, log: () => string): Pr
   };
 }
 
-function canConnect(port: number): Promise<boolean> {
+/** Whether something accepts connections on 127.0.0.1:port. */
+export function canConnect(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1', () => {
       socket.destroy();

@@ -3,10 +3,10 @@
 // As root it runs as the postgres user, as PgBouncer refuses to run as root.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort, ownerOf } from '../robustness/postgres-cluster.ts';
+import { canConnect } from './front.ts';
 
 export interface Bouncer {
   /** postgres://postgres@127.0.0.1:<port>/postgres */
@@ -78,13 +78,6 @@ pidfile = ${path.join(dir, 'pgbouncer.pid')}
 
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => { socket.destroy(); resolve(true); });
-      socket.once('error', () => resolve(false));
-    });
-    if (open) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`pgbouncer did not listen on 127.0.0.1:${port} within ${timeoutMs} ms`);
+  while (Date.now() < deadline && !(await canConnect(port))) await new Promise((resolve) => setTimeout(resolve, 50));
+  if (!(await canConnect(port))) throw new Error(`pgbouncer did not listen on 127.0.0.1:${port} within ${timeoutMs} ms`);
 }
