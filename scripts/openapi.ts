@@ -29,7 +29,7 @@ interface Resource {
   operations: Partial<Record<Method, Json>>;
 }
 
-const problemCodes = ['400', '403', '404', '405', '406', '409', '410', '415', '422', '429', '503'] as const;
+const problemCodes = ['400', '403', '404', '405', '406', '409', '410', '413', '415', '422', '429', '503'] as const;
 const reasons: Record<string, string> = {
   '400': 'The request is malformed: a parameter, a header or the body.',
   '403': 'Not allowed: log in, or this account may not do it; a change from another origin or without the CSRF token.',
@@ -38,6 +38,7 @@ const reasons: Record<string, string> = {
   '406': 'None of the representations is acceptable; the document lists those there are.',
   '409': 'The change conflicts with the data, e.g. a work on loan.',
   '410': 'The resource has been deleted.',
+  '413': 'The body is larger than this change takes: a picture over the size limit.',
   '415': 'The body is of a type this change does not take.',
   '422': 'The body is well-formed but its fields are invalid; errors names each.',
   '429': 'Too many failed logins from this address; Retry-After says when to try again.',
@@ -61,10 +62,14 @@ const params = {
   offset: param('offset', 'query', { type: 'integer', minimum: 0, default: 0 }, 'The first entry of the page, 0-based.'),
   back: param('back', 'query', { type: 'string' }, 'A path on this site to go to after logging in.'),
   query: param('query', 'query', { type: 'array', items: { type: 'string', pattern: '^[a-z]+,[a-z_]+,.*$' }, maxItems: 5 },
-    'A condition as Primo writes it, field,match,term (any, title, creator; contains, exact, begins_with); several are combined with AND.', { style: 'form', explode: true }),
-  tab: param('tab', 'query', { type: 'string', default: 'default_tab' }, 'Primo\'s tab; kept in the links.'),
-  scope: param('search_scope', 'query', { type: 'string', default: 'default_scope' }, 'Primo\'s search scope; kept in the links.'),
-  vid: param('vid', 'query', { type: 'string', default: 'portfolio' }, 'The view: the look of the HTML list.'),
+    'A condition as Primo writes it, field,match,term[,AND|OR|NOT] (any, title, creator, desc, rtype, cdate; contains, exact, begins_with); the fourth part joins it with the next condition, AND when absent. A contains term takes words, "phrases", AND, OR, NOT and the wildcards * and ?.', { style: 'form', explode: true }),
+  tab: param('tab', 'query', { type: 'string', default: 'default_tab' }, 'Primo\'s tab; kept in the links. Another installation\'s tab is answered with ours.'),
+  scope: param('search_scope', 'query', { type: 'string', default: 'default_scope' }, 'Primo\'s search scope: default_scope, personen, werke; kept in the links. Another installation\'s scope is answered with ours.'),
+  vid: param('vid', 'query', { type: 'string', default: 'portfolio' }, 'The view: the look of the HTML list (portfolio, druck). Another installation\'s view is answered with ours.'),
+  sortby: param('sortby', 'query', { type: 'string', enum: ['rank', 'title', 'author', 'date_d', 'date_a'], default: 'rank' }, 'The order of the hits.'),
+  facet: param('facet', 'query', { type: 'array', items: { type: 'string', pattern: '^(rtype|creator|decade),(include|exclude),.+$' }, maxItems: 10 },
+    'A facet as Primo writes it, name,include|exclude,value (rtype, creator, decade).', { style: 'form', explode: true }),
+  lang: param('lang', 'query', { type: 'string' }, 'Primo\'s interface language; kept in the links.'),
   personen: param('personen', 'query', { type: 'integer', minimum: 1 }, 'A part of the sitemap index: persons of one range of ids.'),
   werke: param('werke', 'query', { type: 'integer', minimum: 1 }, 'A part of the sitemap index: works of one range of ids.'),
 };
@@ -131,8 +136,8 @@ export function toJson(_data: null, link: LinkFn): Json {
       put: { summary: 'Changes a work.', ...changing, requestBody: body('WerkInput', werkForm), responses: { 200: ok('The work as changed.', 'werk'), 303: seeOther, ...problems('400', '403', '404', '410', '415', '422') } },
       delete: { summary: 'Deletes a work.', ...changing, responses: { 204: noContent, 303: seeOther, ...problems('403', '404', '409', '410') } },
     } },
-    { path: '/search', script: 'search', query: [params.query, params.tab, params.scope, params.vid, params.offset], operations: {
-      get: { summary: 'Search, in Primo\'s deep-link format: 10 hits a page, persons first.', responses: { 200: ok('A page of the search result list.', 'search'), ...problems('400', '406', '503') } },
+    { path: '/search', script: 'search', query: [params.query, params.tab, params.scope, params.vid, params.sortby, params.facet, params.lang, params.offset], operations: {
+      get: { summary: 'Search, in Primo\'s deep-link format: 10 hits a page, by rank, with facets.', responses: { 200: ok('A page of the search result list.', 'search'), ...problems('400', '406', '503') } },
     } },
     { path: '/entlehnte/{uid}', script: 'entlehnte', pathParams: [params.uid], query: [params.offset], operations: {
       get: { summary: 'The works an account has on loan (the account itself and librarians).', security: [{ basic: [] }, { session: [] }], responses: { 200: ok('A page of the loan list.', 'entlehnte'), ...problems('403', '404', '406') } },
@@ -149,11 +154,28 @@ export function toJson(_data: null, link: LinkFn): Json {
     { path: '/logout', script: 'logout', operations: {
       post: { summary: 'Ends the session.', security: [{ session: [], csrf: [] }], requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { csrf_token: { type: 'string' } } } } } }, responses: { 303: seeOther, ...problems('403') } },
     } },
+    { path: '/me', script: 'me', operations: {
+      get: { summary: 'Whom the credentials identify, for the pages\' script; private, never stored. Usually asked for as /me.json.', responses: { 200: { description: 'Who is looking, or angemeldet null.', content: { 'application/json': { schema: schema('me') } } }, ...problems('406') } },
+    } },
     { path: '/personen/neu', script: 'person-neu', operations: form('creates a person') },
     { path: '/person/{person}/bearbeiten', script: 'person-bearbeiten', pathParams: [params.person], operations: form('changes or deletes a person') },
+    { path: '/person/{person}/loeschen', script: 'person-loeschen', pathParams: [params.person], operations: form('confirms deleting a person, with the number of their works') },
+    { path: '/person/{person}/bild', script: 'person-bild', pathParams: [params.person], operations: {
+      ...form('uploads a picture of a person'),
+      post: {
+        summary: 'Sets the person\'s picture (the person\'s own account and librarians): a JPEG, PNG or WebP, stored in 160 and 480 pixels square as WebP under a content-hash name; image then names the larger one.',
+        ...changing,
+        requestBody: { required: true, content: {
+          'multipart/form-data': { schema: { type: 'object', required: ['bild'], properties: { bild: { type: 'string', contentMediaType: 'image/*' }, csrf_token: { type: 'string' } } } },
+          ...Object.fromEntries(['image/jpeg', 'image/png', 'image/webp'].map((type) => [type, { schema: { type: 'string', contentMediaType: type } }])),
+        } },
+        responses: { 200: ok('The person with the new picture.', 'person'), 303: seeOther, ...problems('400', '403', '404', '410', '413', '415', '422') },
+      },
+    } },
     { path: '/person/{person}/werke', script: 'person-werke', ...personWorks },
     { path: '/person/{person}/werke/neu', script: 'werk-neu', pathParams: [params.person], operations: form('adds a work to a person') },
     { path: '/werk/{id}/bearbeiten', script: 'werk-bearbeiten', pathParams: [params.id], operations: form('changes or deletes a work') },
+    { path: '/werk/{id}/loeschen', script: 'werk-loeschen', pathParams: [params.id], operations: form('confirms deleting a work') },
     { path: '/feed', script: 'feed', operations: { get: { summary: 'The 50 newest works.', responses: { 200: atom, ...problems('406') } } } },
     { path: '/person/{person}/feed', script: 'feed', pathParams: [params.person], operations: { get: { summary: 'A person\'s 50 newest works.', responses: { 200: atom, 301: { description: 'An old slug.' }, ...problems('404', '406', '410') } } } },
     { path: '/sitemap', script: 'sitemap', query: [params.personen, params.werke], operations: { get: { summary: 'The sitemap (sitemaps.org), or its index of parts beyond 50,000 addresses; usually asked for as /sitemap.xml.', responses: { 200: { description: 'A urlset or a sitemapindex.', content: { 'application/xml': { schema: { type: 'string' } } } }, ...problems('400', '404') } } } },

@@ -1,11 +1,14 @@
-// The search result list: /search and search.php with query=<field>,<match>,<term>
-// (repeatable, ANDed), tab, search_scope, vid and offset (docs/interface.md, Search). The URL
-// alone decides the result: no session, and the same order every time.
-import type { Db, Document, LinkFn, Paging, ScriptRequest } from '../lib/page/index.ts';
-import { buildQuery, clip, HttpError, pageLinks, pagingOf, readNonNegativeInteger, Redirect } from '../lib/page/index.ts';
+// The search result list: /search and search.php in Primo's deep-link format (docs/interface.md,
+// Search): query=<field>,<match>,<term>[,AND|OR|NOT] (repeatable), tab, search_scope, vid,
+// sortby, facet (repeatable) and offset. The URL alone decides the result: no session, and the
+// same order every time. Words, ranking, facets and the cost bound live in lib/search.
+import type { Document, LinkFn, Paging, ScriptRequest } from '../lib/page/index.ts';
+import { buildQuery, clip, HttpError, pageLinks, pagingOf, readNonNegativeInteger, Redirect, search } from '../lib/page/index.ts';
 
-const fields = ['any', 'title', 'creator'] as const;
-const matches = ['contains', 'exact', 'begins_with'] as const;
+type Condition = search.Condition;
+type FacetFilter = search.FacetFilter;
+type Sort = search.Sort;
+
 const scopes = ['default_scope', 'personen', 'werke'] as const;
 const tabs = ['default_tab'] as const;
 /** vid selects the HTML page's title and stylesheet. */
@@ -13,33 +16,56 @@ export const views: Record<string, { title: string; stylesheet: string }> = {
   portfolio: { title: 'Search', stylesheet: 'css/site.css' },
   druck: { title: 'Search (print)', stylesheet: 'css/druck.css' },
 };
-const maxTermLength = 200;
+const sortLabels: Record<Sort, string> = { rank: 'relevance', title: 'title', author: 'creator', date_d: 'newest', date_a: 'oldest' };
 const maxQueries = 5;
+const maxFacets = 10;
 const pageSize = 10;
 
-type Field = (typeof fields)[number];
-type Match = (typeof matches)[number];
-export interface Condition { field: Field; match: Match; term: string }
-
-export interface Hit {
+export interface HitView {
   typ: 'person' | 'werk';
   id: number;
   titel: string;
   slug: string;
   person: string | null;
+  rank: number;
+  art: string | null;
+  jahr: number | null;
+  /** The text around the first match in the description; null when it has none. */
+  excerpt: search.Piece[] | null;
+  /** Title and person with the matched words marked, for the HTML list. */
+  marked: { titel: search.Piece[]; person: search.Piece[] };
 }
+
+export interface FacetView { value: string; count: number; path: string }
 
 export interface SearchResult {
   conditions: Condition[];
   tab: string;
   scope: string;
   vid: string;
+  sort: Sort;
+  filters: FacetFilter[];
+  lang: string | null;
+  /** Parameters of another Primo installation this site does not have, and what it used instead. */
+  replaced: { name: string; requested: string; used: string }[];
   offset: number;
   size: number;
   total: number;
+  exact: boolean;
   previous: number | null;
   next: number | null;
-  hits: Hit[];
+  hits: HitView[];
+  facets: Record<search.FacetName, FacetView[]>;
+  /** The applied facets, each with the path that removes it. */
+  applied: (FacetFilter & { remove: string })[];
+  /** The closest spellings the index has, when nothing was found. */
+  suggestion: { conditions: Condition[]; path: string } | null;
+  /** Folded words the HTML list marks. */
+  marks: string[];
+  /** The conditions in words: anything contains "nebel" and title begins with "der". */
+  described: string;
+  /** This search in each order, for the HTML list's sort links. */
+  orders: { sort: Sort; label: string; path: string }[];
   /** Neighbouring pages as paths relative to the site root, for the HTML pager. */
   pages: { previous: string | null; next: string | null };
 }
@@ -49,207 +75,160 @@ export const cacheable = true;
 
 export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
   const { query } = req;
+  const replaced: SearchResult['replaced'] = [];
   // The search form sends field, match and term; answer with the canonical URL.
-  if (query.has('term')) throw new Redirect(searchPath(conditionsFromForm(query), readSettings(query), 0), 303);
+  if (query.has('term')) throw new Redirect(searchPath(conditionsFromForm(query), readSettings(req, replaced), 0), 303);
 
-  const settings = readSettings(query);
-  const conditions = query.getAll('query').map(parseCondition);
+  const settings = readSettings(req, replaced);
+  const conditions = query.getAll('query').map(search.parseCondition);
   if (conditions.length > maxQueries) throw new HttpError(400, `Parameter query may be given at most ${maxQueries} times.`);
+  const lines = search.parseLines(conditions);
   const offset = readNonNegativeInteger(query, 'offset', 0);
   const view = views[settings.vid] as { title: string; stylesheet: string };
-  const result: SearchResult = { conditions, ...settings, offset, size: pageSize, total: 0, previous: null, next: null, hits: [], pages: { previous: null, next: null } };
+  const result: SearchResult = {
+    conditions, ...settings, replaced, offset, size: pageSize, total: 0, exact: true, previous: null, next: null, hits: [],
+    facets: { rtype: [], creator: [], decade: [] }, applied: [], suggestion: null, marks: [], described: describe(conditions), orders: [], pages: { previous: null, next: null },
+  };
 
   let paging: Paging | null = null;
   if (conditions.length > 0) {
-    Object.assign(result, await search(req, conditions, settings.scope, offset));
+    const spec: search.SearchSpec = { lines, scope: settings.scope as search.SearchSpec['scope'], facets: settings.filters, sort: settings.sort, offset, size: pageSize };
+    const key = JSON.stringify([conditions, settings.scope, settings.filters, settings.sort]);
+    const found = await req.remember(`search:${offset}:${key}`, async () => {
+      const words = await req.searcher.words(req.db, lines);
+      const hits = await req.searcher.find(req.db, spec, words);
+      const suggestion = hits.total === 0 ? await req.searcher.suggest(req.db, conditions, lines) : null;
+      return { ...hits, suggestion };
+    });
+    const pathAt = (at: number, filters = settings.filters) => searchPath(conditions, { ...settings, filters }, at);
+    Object.assign(result, {
+      total: found.total,
+      exact: found.exact,
+      marks: found.marks,
+      hits: found.hits.map((h) => ({
+        typ: h.typ, id: h.id, titel: h.titel, slug: h.slug, person: h.person, rank: h.score, art: h.art, jahr: h.jahr,
+        excerpt: h.beschreibung ? search.excerpt(h.beschreibung, found.marks) : null,
+        marked: { titel: search.highlight(h.titel, found.marks), person: search.highlight(h.person ?? '', found.marks) },
+      })),
+      facets: {
+        rtype: found.facets.rtype.map((f) => facetView('rtype', f, settings.filters, pathAt)),
+        creator: found.facets.creator.map((f) => facetView('creator', f, settings.filters, pathAt)),
+        decade: found.facets.decade.map((f) => facetView('decade', f, settings.filters, pathAt)),
+      },
+      applied: settings.filters.map((f, i) => ({ ...f, remove: pathAt(0, settings.filters.filter((_, j) => j !== i)) })),
+      orders: search.sorts.map((sort) => ({ sort, label: sortLabels[sort], path: searchPath(conditions, { ...settings, sort }, 0) })),
+      suggestion: found.suggestion ? { conditions: found.suggestion, path: searchPath(found.suggestion, settings, 0) } : null,
+    });
     Object.assign(result, pageLinks(offset, pageSize, result.total));
-    paging = pagingOf(offset, pageSize, result.total, (at) => searchPath(conditions, settings, at));
+    paging = pagingOf(offset, pageSize, result.total, pathAt);
     // The HTML pager links relative to <base href>: the same paths without their leading slash.
     result.pages = { previous: paging.previous?.slice(1) ?? null, next: paging.next?.slice(1) ?? null };
   }
-  const described = conditions.map((c) => `${c.field} ${c.match.replace('_', ' ')} "${c.term}"`).join(' and ');
   return {
     path: searchPath(conditions, settings, offset),
-    title: described ? `${view.title}: ${clip(described)}` : view.title,
+    title: conditions.length ? `${view.title}: ${clip(result.described)}` : view.title,
     data: result,
     stylesheet: view.stylesheet,
     ...(paging ? { pages: paging } : {}),
   };
 }
 
-interface Settings { tab: string; scope: string; vid: string }
+function facetView(name: search.FacetName, f: search.FacetValue, filters: readonly FacetFilter[], pathAt: (at: number, filters: FacetFilter[]) => string): FacetView {
+  return { value: f.value, count: f.count, path: pathAt(0, [...filters, { name, mode: 'include', value: f.value }]) };
+}
 
-function readSettings(query: URLSearchParams): Settings {
+export function describe(conditions: readonly Condition[]): string {
+  return conditions.map((c, i) => {
+    const joined = i === 0 ? '' : ` ${(conditions[i - 1]?.operator ?? 'AND').toLowerCase()} `;
+    return `${joined}${c.field} ${c.match.replace('_', ' ')} "${c.term}"`;
+  }).join('');
+}
+
+interface Settings { tab: string; scope: string; vid: string; sort: Sort; filters: FacetFilter[]; lang: string | null }
+
+function readSettings(req: ScriptRequest, replaced: SearchResult['replaced']): Settings {
+  const { query } = req;
+  const lang = query.get('lang');
   return {
-    tab: readChoice(query, 'tab', tabs, 'default_tab'),
-    scope: readChoice(query, 'search_scope', scopes, 'default_scope'),
-    vid: readChoice(query, 'vid', Object.keys(views), 'portfolio'),
+    tab: readView(req, 'tab', tabs, 'default_tab', replaced),
+    scope: readView(req, 'search_scope', scopes, 'default_scope', replaced),
+    vid: readView(req, 'vid', Object.keys(views), 'portfolio', replaced),
+    sort: readSort(query),
+    filters: query.getAll('facet').map(parseFacet),
+    // Kept in the links, so a deep link's language survives paging; the page is in English.
+    lang: lang && /^[a-z]{2}(_[A-Z]{2})?$/.test(lang) ? lang : null,
   };
 }
 
-function readChoice(query: URLSearchParams, name: string, allowed: readonly string[], fallback: string): string {
-  const values = query.getAll(name);
+/**
+ * A view, tab or scope: ours, one SEARCH_VIEW_ALIASES maps to ours, or another Primo
+ * installation's (01XYZ_INST:MAIN), answered with our default and said so on the page.
+ */
+function readView(req: ScriptRequest, name: string, allowed: readonly string[], fallback: string, replaced: SearchResult['replaced']): string {
+  const values = req.query.getAll(name);
   if (values.length > 1) throw new HttpError(400, `Parameter ${name} may be given once; allowed values: ${allowed.join(', ')}.`);
   const value = values[0];
   if (value === undefined || value === '') return fallback;
-  if (!allowed.includes(value)) throw new HttpError(400, `Parameter ${name} must be one of ${allowed.join(', ')}, not "${clip(value)}".`);
-  return value;
+  if (allowed.includes(value)) return value;
+  const alias = req.searchAliases[value];
+  const used = alias !== undefined && allowed.includes(alias) ? alias : fallback;
+  replaced.push({ name, requested: clip(value, 100), used });
+  return used;
 }
 
-/** query=<field>,<match>,<term>: split on the first two commas; the rest is the term. */
-export function parseCondition(raw: string): Condition {
-  const first = raw.indexOf(',');
-  const second = first === -1 ? -1 : raw.indexOf(',', first + 1);
-  if (second === -1) {
-    throw new HttpError(400, `Parameter query must read <field>,<match>,<term>, e.g. any,contains,Müller; fields: ${fields.join(', ')}; match types: ${matches.join(', ')}.`);
+function readSort(query: URLSearchParams): Sort {
+  const sort = query.get('sortby');
+  if (sort === null || sort === '') return 'rank';
+  if (!(search.sorts as readonly string[]).includes(sort)) {
+    throw new HttpError(400, `Parameter sortby must be one of ${search.sorts.join(', ')}, not "${clip(sort)}".`);
   }
-  return checkCondition(raw.slice(0, first), raw.slice(first + 1, second), raw.slice(second + 1), 'query');
+  return sort as Sort;
+}
+
+/** facet=<name>,include|exclude,<value>, as Primo deep links write it. */
+function parseFacet(raw: string): FacetFilter {
+  const [name = '', mode = '', ...rest] = raw.split(',');
+  const value = rest.join(',').trim();
+  if (!(search.facetNames as readonly string[]).includes(name) || (mode !== 'include' && mode !== 'exclude') || value === '' || value.length > 200) {
+    throw new HttpError(400, `Parameter facet must read <name>,include,<value> or <name>,exclude,<value>, e.g. rtype,include,Roman; names: ${search.facetNames.join(', ')}.`);
+  }
+  if (name === 'decade' && !/^-?[0-9]{1,4}0$/.test(value)) {
+    throw new HttpError(400, `A decade facet's value is the decade's first year, e.g. decade,include,1990, not "${clip(value)}".`);
+  }
+  return { name: name as search.FacetName, mode, value };
 }
 
 function conditionsFromForm(query: URLSearchParams): Condition[] {
   const term = query.get('term') ?? '';
   if (term.trim() === '') return [];
-  return [checkCondition(query.get('field') ?? 'any', query.get('match') ?? 'contains', term, 'term')];
+  return [search.checkCondition(query.get('field') ?? 'any', query.get('match') ?? 'contains', term, 'term')];
 }
 
-function checkCondition(field: string, match: string, term: string, parameter: string): Condition {
-  if (!(fields as readonly string[]).includes(field)) {
-    throw new HttpError(400, `Unknown search field "${clip(field)}" in parameter ${parameter}; allowed fields: ${fields.join(', ')}.`);
-  }
-  if (!(matches as readonly string[]).includes(match)) {
-    throw new HttpError(400, `Unknown match type "${clip(match)}" in parameter ${parameter}; allowed match types: ${matches.join(', ')}.`);
-  }
-  const trimmed = term.trim();
-  if (trimmed === '') throw new HttpError(400, `The search term in parameter ${parameter} is empty.`);
-  if ([...trimmed].length > maxTermLength) throw new HttpError(400, `The search term in parameter ${parameter} is longer than ${maxTermLength} characters.`);
-  return { field: field as Field, match: match as Match, term: trimmed };
+/** The operator joining a condition with the next one; none on the last, where it joins nothing. */
+function joining(conditions: readonly Condition[], i: number): search.Operator | null {
+  return i < conditions.length - 1 ? conditions[i]?.operator ?? null : null;
 }
 
-export function searchPath(conditions: readonly Condition[], settings: Settings, offset: number): string {
-  const pairs: [string, string | number][] = conditions.map((c) => ['query', `${c.field},${c.match},${c.term}`]);
+/** A condition as its query parameter writes it: field,match,term[,operator]. */
+function queryText(conditions: readonly Condition[], i: number): string {
+  const c = conditions[i] as Condition;
+  const operator = joining(conditions, i);
+  return `${c.field},${c.match},${c.term}${operator ? `,${operator}` : ''}`;
+}
+
+export function searchPath(conditions: readonly Condition[], settings: Omit<Settings, 'sort' | 'filters' | 'lang'> & Partial<Settings>, offset: number): string {
+  const pairs: [string, string | number][] = conditions.map((c, i) => ['query', queryText(conditions, i)]);
   pairs.push(['tab', settings.tab], ['search_scope', settings.scope], ['vid', settings.vid]);
+  if (settings.sort && settings.sort !== 'rank') pairs.push(['sortby', settings.sort]);
+  for (const f of settings.filters ?? []) pairs.push(['facet', `${f.name},${f.mode},${f.value}`]);
+  if (settings.lang) pairs.push(['lang', settings.lang]);
   if (offset > 0) pairs.push(['offset', offset]);
   return `/search?${buildQuery(pairs)}`;
 }
 
-// --- SQL -------------------------------------------------------------------------------
-// Persons match creator and any by name; works match title by title, creator by their
-// person's name, any by either. contains is served by the trigram indexes of
-// sql/002_search.sql, begins_with and exact on titles by werk_titel_sort (sql/005), on
-// names by the trigram and lower() indexes; a work's creator goes through its person's id.
-// Persons come first (by name), then works (by title): the totals of both decide which
-// part a page takes, so each part is one query in its own index order that stops after a
-// page instead of sorting every match. Totals and pages are remembered until the data
-// changes (req.remember), because counting every match of a frequent word is the one
-// expensive step at a million works.
-
-const nameSql = `(p.vorname || ' ' || p.nachname)`;
-// The key of werk_titel_sort (sql/005): search lists works in this order, and begins_with
-// and exact on titles are ranges of it.
-const titleKey = `lower(w.titel) COLLATE "C"`;
-
-/** The SQL parameter of a term: a LIKE pattern for contains and begins_with. */
-function patternOf(c: Condition): string {
-  // LIKE treats % _ and \ specially; a term is matched literally.
-  const literal = c.term.replace(/[\\%_]/g, '\\$&');
-  return c.match === 'contains' ? `%${literal}%` : c.match === 'begins_with' ? `${literal}%` : c.term;
-}
-
-function nameMatch(match: Match, param: string): string {
-  return match === 'exact' ? `lower(${nameSql}) = lower(${param})` : `${nameSql} ILIKE ${param}`;
-}
-
-function titleMatch(match: Match, param: string): string {
-  switch (match) {
-    case 'contains': return `w.titel ILIKE ${param}`;
-    case 'begins_with': return `${titleKey} LIKE lower(${param})`;
-    case 'exact': return `${titleKey} = lower(${param})`;
-  }
-}
-
-interface Filters {
-  params: string[];
-  /** WHERE of persons (alias p); null when no person can match (a title condition, or scope werke). */
-  person: string | null;
-  /** WHERE of works (alias w); null when scope personen. */
-  werk: string | null;
-}
-
-function buildFilters(conditions: readonly Condition[], scope: string): Filters {
-  const params = conditions.map(patternOf);
-  const person: string[] = [];
-  const werk: string[] = [];
-  conditions.forEach((c, i) => {
-    const param = `$${i + 1}`;
-    const byName = nameMatch(c.match, param);
-    const byTitle = titleMatch(c.match, param);
-    const byCreator = `w.person_id = ANY (ARRAY(SELECT p.id FROM person p WHERE ${byName}))`;
-    if (c.field !== 'title') person.push(byName);
-    werk.push(c.field === 'title' ? byTitle : c.field === 'creator' ? byCreator : `(${byTitle} OR ${byCreator})`);
-  });
-  return {
-    params,
-    person: scope === 'werke' || person.length < conditions.length ? null : person.join(' AND '),
-    werk: scope === 'personen' ? null : werk.join(' AND '),
-  };
-}
-
-interface Totals { personen: number; werke: number }
-
-/** Up to this many matching works a page sorts them all (cheap); beyond, it walks the title index. */
-const fewMatches = 5000;
-
-async function countHits(db: Db, filters: Filters): Promise<Totals> {
-  // A title condition in the scope personen: nothing can match, and no query would use the terms.
-  if (filters.person === null && filters.werk === null) return { personen: 0, werke: 0 };
-  const personen = filters.person === null ? '0' : `(SELECT count(*)::int FROM person p WHERE ${filters.person})`;
-  const werke = filters.werk === null ? '0' : `(SELECT count(*)::int FROM werk w WHERE ${filters.werk})`;
-  const [row] = await db.query<Totals>(`SELECT ${personen} AS personen, ${werke} AS werke`, filters.params);
-  return row ?? { personen: 0, werke: 0 };
-}
-
-async function findPage(db: Db, filters: Filters, totals: Totals, offset: number): Promise<Hit[]> {
-  const hits: Hit[] = [];
-  const n = filters.params.length;
-  if (filters.person !== null && offset < totals.personen) {
-    hits.push(...await db.query<Hit>(
-      `SELECT 'person' AS typ, p.id, ${nameSql} AS titel, p.slug, NULL AS person
-         FROM person p WHERE ${filters.person}
-        ORDER BY p.nachname, p.vorname, p.id
-        LIMIT $${n + 1} OFFSET $${n + 2}`,
-      [...filters.params, pageSize, offset],
-    ));
-  }
-  const werkOffset = Math.max(0, offset - totals.personen);
-  if (filters.werk !== null && hits.length < pageSize && werkOffset < totals.werke) {
-    // Many matches: walk werk_titel_sort in order and stop after the page. Few: that walk would
-    // pass nearly every work before it found them (a rare phrase took 1.3 s at a million works),
-    // so they are taken through the trigram indexes and sorted; OFFSET 0 keeps the planner from
-    // turning the subquery back into the walk.
-    const works = totals.werke <= fewMatches ? `(SELECT * FROM werk w WHERE ${filters.werk} OFFSET 0) w` : `werk w`;
-    const where = totals.werke <= fewMatches ? '' : `WHERE ${filters.werk}`;
-    hits.push(...await db.query<Hit>(
-      `SELECT 'werk' AS typ, w.id, w.titel, p.slug, ${nameSql} AS person
-         FROM ${works} JOIN person p ON p.id = w.person_id ${where}
-        ORDER BY ${titleKey}, w.id
-        LIMIT $${n + 1} OFFSET $${n + 2}`,
-      [...filters.params, pageSize - hits.length, werkOffset],
-    ));
-  }
-  return hits;
-}
-
-async function search(req: ScriptRequest, conditions: readonly Condition[], scope: string, offset: number): Promise<{ total: number; hits: Hit[] }> {
-  const filters = buildFilters(conditions, scope);
-  const key = JSON.stringify([scope, conditions.map((c) => [c.field, c.match, c.term])]);
-  const totals = await req.remember(`search:totals:${key}`, () => countHits(req.db, filters));
-  const hits = await req.remember(`search:page:${offset}:${key}`, () => findPage(req.db, filters, totals, offset));
-  return { total: totals.personen + totals.werke, hits };
-}
-
 // --- Representations -------------------------------------------------------------------
 
-function hitUrl(hit: Hit, link: LinkFn): string {
+function hitUrl(hit: HitView, link: LinkFn): string {
   return link(hit.typ === 'person' ? `/person/${hit.slug}` : `/werk/${hit.id}`);
 }
 
@@ -257,13 +236,24 @@ function pageUrl(result: SearchResult, offset: number | null, link: LinkFn): str
   return offset === null ? null : link(searchPath(result.conditions, result, offset));
 }
 
+const plain = (pieces: search.Piece[] | null) => (pieces ? pieces.map((p) => p.text).join('') : null);
+
+function facetsJson(result: SearchResult, link: LinkFn) {
+  const values = (list: FacetView[]) => list.map((f) => ({ value: f.value, count: f.count, url: link(f.path) }));
+  return { rtype: values(result.facets.rtype), creator: values(result.facets.creator), decade: values(result.facets.decade) };
+}
+
 export function toJson(result: SearchResult, link: LinkFn) {
   return {
-    query: result.conditions.map((c) => `${c.field},${c.match},${c.term}`),
+    query: result.conditions.map((_, i) => queryText(result.conditions, i)),
     tab: result.tab,
     search_scope: result.scope,
     vid: result.vid,
+    sortby: result.sort,
+    facet: result.filters.map((f) => `${f.name},${f.mode},${f.value}`),
+    ...(result.replaced.length ? { replaced: result.replaced } : {}),
     total: result.total,
+    total_is_exact: result.exact,
     offset: result.offset,
     limit: result.size,
     url: link(searchPath(result.conditions, result, result.offset)),
@@ -273,32 +263,54 @@ export function toJson(result: SearchResult, link: LinkFn) {
       typ: h.typ,
       titel: h.titel,
       url: hitUrl(h, link),
-      ...(h.typ === 'werk' ? { person: { name: h.person, url: link(`/person/${h.slug}`) } } : {}),
+      rank: h.rank,
+      ...(h.typ === 'werk' ? { person: { name: h.person, url: link(`/person/${h.slug}`) }, art: h.art, jahr: h.jahr, excerpt: plain(h.excerpt) } : {}),
     })),
+    facets: facetsJson(result, link),
+    suggestion: result.suggestion ? {
+      query: result.suggestion.conditions.map((c) => `${c.field},${c.match},${c.term}`),
+      url: link(result.suggestion.path),
+    } : null,
   };
 }
 
 export function toXml(result: SearchResult, link: LinkFn) {
   const previous = pageUrl(result, result.previous, link);
   const next = pageUrl(result, result.next, link);
+  const facet = (name: search.FacetName) => ({
+    '@_name': name,
+    wert: result.facets[name].map((f) => ({ '@_count': f.count, '@_ref': link(f.path), '#text': f.value })),
+  });
   return {
     suche: {
       '@_ref': link(searchPath(result.conditions, result, result.offset)),
       '@_tab': result.tab,
       '@_search_scope': result.scope,
       '@_vid': result.vid,
+      '@_sortby': result.sort,
       '@_total': result.total,
+      '@_total_is_exact': result.exact,
       '@_offset': result.offset,
       '@_limit': result.size,
-      query: result.conditions.map((c) => ({ '@_field': c.field, '@_match': c.match, '#text': c.term })),
+      query: result.conditions.map((c, i) => ({
+        '@_field': c.field, '@_match': c.match,
+        ...(joining(result.conditions, i) ? { '@_operator': joining(result.conditions, i) } : {}),
+        '#text': c.term,
+      })),
+      ...(result.filters.length ? { facet: result.filters.map((f) => ({ '@_name': f.name, '@_mode': f.mode, '#text': f.value })) } : {}),
+      ...(result.replaced.length ? { replaced: result.replaced.map((r) => ({ '@_name': r.name, '@_used': r.used, '#text': r.requested })) } : {}),
       ...(previous ? { previous: { '@_ref': previous } } : {}),
       ...(next ? { next: { '@_ref': next } } : {}),
       treffer: result.hits.map((h) => ({
         '@_typ': h.typ,
         '@_ref': hitUrl(h, link),
+        '@_rank': h.rank,
         titel: h.titel,
         ...(h.typ === 'werk' ? { person: { '@_ref': link(`/person/${h.slug}`), '#text': h.person } } : {}),
+        ...(h.excerpt ? { excerpt: plain(h.excerpt) } : {}),
       })),
+      facets: { facet: search.facetNames.map(facet) },
+      ...(result.suggestion ? { suggestion: { '@_ref': link(result.suggestion.path), query: result.suggestion.conditions.map((c) => ({ '@_field': c.field, '@_match': c.match, '#text': c.term })) } } : {}),
     },
   };
 }

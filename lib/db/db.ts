@@ -22,6 +22,19 @@ export interface QueryOptions {
    * on PostgreSQL; elsewhere it changes nothing.
    */
   pipeline?: boolean;
+  /**
+   * A statement time-out shorter than the site's (STATEMENT_TIMEOUT_MS), for a statement whose
+   * cost a request decides (a search): it runs in a transaction of its own that sets it. Not
+   * with pipeline. PGlite does not enforce time-outs.
+   */
+  timeoutMs?: number;
+  /**
+   * With timeoutMs: the planner takes no sequential scan where an index can answer. For a
+   * statement whose LIMIT makes PostgreSQL hope to find its rows early in a walk through the
+   * table (it guesses a word's share of the rows; when the guess is high, a search walked 100 ms
+   * where the index answers in 2).
+   */
+  indexScans?: boolean;
 }
 
 export interface Queryable {

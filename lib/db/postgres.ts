@@ -62,15 +62,17 @@ export function openPostgres(options: PostgresOptions): Db {
    * statement), with its rows; failures come out classified. One async layer: each more costs
    * every statement a promise and a turn of the microtask queue.
    */
-  const runOnPool = async <R>(config: pg.QueryConfig | string): Promise<R[]> => {
+  const runOnPool = async <R>(config: pg.QueryConfig | string, own?: QueryOptions): Promise<R[]> => {
     let client: pg.PoolClient | undefined;
     let broken = false;
     try {
       const since = watchdog.now;
       client = await pool.connect();
-      if (!timeouts.perStatement) return (await watchdog.query(client, config, since)).rows as R[];
-      // Behind a pooler: a transaction of its own, whose time-outs hold on whichever server connection it gets.
-      await watchdog.query(client, timeouts.perStatement, since);
+      // Behind a pooler, or with a time-out of its own: a transaction of its own, whose time-outs
+      // hold on whichever server connection it gets.
+      const opening = own?.timeoutMs === undefined ? timeouts.perStatement : timeouts.within(own.timeoutMs, own.indexScans === true);
+      if (!opening) return (await watchdog.query(client, config, since)).rows as R[];
+      await watchdog.query(client, opening, since);
       let result: pg.QueryResult;
       try {
         result = await watchdog.query(client, config);
@@ -95,7 +97,7 @@ export function openPostgres(options: PostgresOptions): Db {
     kind: 'postgres',
     query: <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) => (queryOptions?.pipeline && pipelines
       ? pipelines.query<R>(named(sql, params, queryOptions))
-      : runOnPool<R>(named(sql, params, queryOptions))),
+      : runOnPool<R>(named(sql, params, queryOptions), queryOptions)),
     exec: async (sql) => { await runOnPool(sql); },
     transaction: async (fn) => {
       const attempt = await attemptTransaction(pool, watchdog, timeouts, pooled, fn).catch((err: unknown) => {

@@ -1,0 +1,139 @@
+// `npm run bench:search`: search as a catalogue's users meet it, on the benchmark's databases
+// (bench/run.ts; reused when a run before left them, generated otherwise), against the site's
+// former substring search (the baseline's search, bench/baseline.ts) in the same run:
+// - one and two words drawn from the generated titles and names, so frequent words come up as
+//   often as they are in the data, at 1 and at 64 connections, with every kept result made stale
+//   ten times a second by a change (nothing served from memory: each search runs its statements);
+// - person pages at 16 connections alone, then beside 12 clients that send the most expensive
+//   searches a client can (4 two-letter wildcards and 8 one-letter words, ORed), each uncached.
+// BENCH_SECONDS (default 10) per server and case in BENCH_SLICES (default 4) turns; BENCH_SIZES.
+import path from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { buildServer, startArguments } from '../bin/build.ts';
+import { createRandom, makeName, makeTitle } from '../bin/lib/sample-data.ts';
+import type { LoadResult, Slice } from './load.ts';
+import { combine, runSlice } from './load.ts';
+import type { Started } from './run.ts';
+import { buildBaseline, prepareDataset, startServer, stopServer, watchStatements } from './run.ts';
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const slices = Number(process.env.BENCH_SLICES ?? 4);
+const sizes = (process.env.BENCH_SIZES ?? '200000,1000000').split(',').map(Number);
+
+const pick = <T>(random: () => number, list: readonly T[]) => list[Math.floor(random() * list.length)] as T;
+
+/** One or two words of a generated title (four in five) or name: as frequent as in the data. */
+function userSearch(random: () => number): string {
+  const words = random() < 0.8 ? makeTitle(random).split(' ') : Object.values(makeName(random)).join(' ').split(' ');
+  const first = pick(random, words);
+  const term = random() < 0.5 ? first : `${first} ${pick(random, words.filter((w) => w !== first)) ?? ''}`.trim();
+  return `/search.json?query=${encodeURIComponent(`any,contains,${term}`)}`;
+}
+
+/** The dearest search the product takes: 4 two-letter wildcards and 8 one-letter words, ORed, each asked once. */
+function expensiveSearch(random: () => number): string {
+  const letters = [...'abcdefghiklmnoprstuw'];
+  const words = [...Array.from({ length: 4 }, () => `${pick(random, letters)}${pick(random, letters)}*`), ...Array.from({ length: 8 }, () => pick(random, letters))];
+  return `/search.json?query=${encodeURIComponent(`any,contains,${words.join(' OR ')}`)}`;
+}
+
+interface Case { name: string; connections: number; path: (random: () => number) => string; product: boolean; baseline: boolean }
+
+interface Measured { works: number; case: string; server: 'product' | 'baseline'; result: LoadResult; repeated: number }
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  await buildServer();
+  const baselineFile = await buildBaseline();
+  const rows: Measured[] = [];
+  const burstRows: string[] = [];
+  for (const works of sizes) {
+    const dataset = await prepareDataset(works, { reuse: true });
+    const product = await startServer(`the product (${works} works)`, startArguments(), {
+      NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: dataset.url, DEMO_DATA: '0', LOG_DIR: path.join(root, 'dist', 'bench-logs'), WEB_CONCURRENCY: '1',
+    });
+    const baseline = await startServer(`the baseline (${works} works)`, [baselineFile], { PORT: '0', DATABASE_URL: dataset.url, BASELINE_STYLE: 'strong' });
+    const quiet = await watchStatements([new URL(dataset.url).pathname.slice(1)]);
+    // Every kept result stale ten times a second: a change to one work, as an editor makes.
+    const writer = new pg.Client({ connectionString: dataset.url });
+    await writer.connect();
+    let writing = true;
+    const changes = (async () => {
+      while (writing) {
+        await writer.query('UPDATE werk SET jahr = jahr WHERE id = 1');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    try {
+      const cases: Case[] = [
+        { name: 'search, 1-2 words, uncached, 1 connection', connections: 1, path: userSearch, product: true, baseline: true },
+        { name: 'search, 1-2 words, uncached, 64 connections', connections: 64, path: userSearch, product: true, baseline: true },
+      ];
+      for (const [i, c] of cases.entries()) {
+        const servers: [Measured['server'], Started][] = [['product', product], ['baseline', baseline]];
+        const sliced = new Map<string, { slices: Slice[]; paths: string[] }>(servers.map(([name]) => [name, { slices: [], paths: [] }]));
+        const randoms = new Map(servers.map(([name]) => [name, createRandom(2000 + i)]));
+        for (let turn = 0; turn < slices; turn++) {
+          for (const [name, server] of turn % 2 === i % 2 ? servers : [...servers].reverse()) {
+            const random = randoms.get(name)!;
+            const entry = sliced.get(name)!;
+            await quiet();
+            entry.slices.push(await runSlice({ origin: server.origin, connections: c.connections, seconds: seconds / slices, pid: server.child.pid ?? 0, nextPath: () => {
+              const p = c.path(random);
+              entry.paths.push(p);
+              return p;
+            } }));
+          }
+        }
+        for (const [name] of servers) {
+          const entry = sliced.get(name)!;
+          const result = combine(entry.slices);
+          const repeated = 1 - new Set(entry.paths).size / Math.max(1, entry.paths.length);
+          rows.push({ works, case: c.name, server: name, result, repeated });
+          console.log(`bench: ${works} ${c.name} ${name}: ${result.requestsPerSecond.toFixed(0)} req/s p50 ${result.p50} p99 ${result.p99} p99.9 ${result.p99_9} max ${result.max} errors ${result.errors} non2xx ${result.non2xx}`);
+        }
+      }
+      // Person pages alone, then beside 12 clients sending the dearest searches.
+      const personPath = (random: () => number) => `/person/${pick(random, dataset.slugs)}.json`;
+      await quiet();
+      const alone = combine([await runSlice({ origin: product.origin, connections: 16, seconds, pid: product.child.pid ?? 0, nextPath: ((r) => () => personPath(r))(createRandom(7)) })]);
+      await quiet();
+      const burstRandom = createRandom(8);
+      const [beside, burst] = await Promise.all([
+        runSlice({ origin: product.origin, connections: 16, seconds, pid: product.child.pid ?? 0, nextPath: ((r) => () => personPath(r))(createRandom(7)) }),
+        runSlice({ origin: product.origin, connections: 12, seconds, pid: product.child.pid ?? 0, nextPath: () => expensiveSearch(burstRandom) }),
+      ]);
+      const besideResult = combine([beside]);
+      const burstResult = combine([burst]);
+      const fmt = (r: LoadResult) => `${r.requestsPerSecond.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.p99_9} | ${r.max} | ${r.errors} | ${r.non2xx}`;
+      burstRows.push(`| ${works} | person JSON, 16 connections, alone | ${fmt(alone)} |`);
+      burstRows.push(`| ${works} | person JSON, 16 connections, beside the searches | ${fmt(besideResult)} |`);
+      burstRows.push(`| ${works} | 12 clients of 12-word OR searches with 4 wildcards | ${fmt(burstResult)} |`);
+      console.log(burstRows.slice(-3).join('\n'));
+    } finally {
+      writing = false;
+      await changes;
+      await writer.end();
+      await quiet.end();
+      await Promise.all([stopServer(product), stopServer(baseline)]);
+    }
+  }
+  const minutes = ((Date.now() - started) / 60_000).toFixed(1);
+  const table = [
+    '| works | case | server | req/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | non-2xx | repeated URLs |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.works} | ${r.case} | ${r.server} | ${r.result.requestsPerSecond.toFixed(0)} | ${r.result.p50} | ${r.result.p99} | ${r.result.p99_9} | ${r.result.max} | ${r.result.errors} | ${r.result.non2xx} | ${(r.repeated * 100).toFixed(0)}% |`),
+  ].join('\n');
+  const burst = ['| works | load | req/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | non-2xx |', '|---|---|---|---|---|---|---|---|---|', ...burstRows].join('\n');
+  const text = `# Search benchmark\n\n${seconds} s per server and case in ${slices} turns, kept results made stale ten times a second; whole run ${minutes} min, ${new Date().toISOString().slice(0, 10)}. The baseline is the former substring search.\n\n${table}\n\n## Expensive searches beside person pages\n\n${burst}\n`;
+  writeFileSync(path.join(root, 'bench/search-results.md'), text);
+  console.log(`\n${text}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(`bench: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

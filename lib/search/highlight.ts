@@ -1,0 +1,45 @@
+// The matched words of a hit, for the HTML list: a text as pieces, marked or not (the template
+// escapes each), and a short excerpt of a description around its first match.
+import { fold } from './language.ts';
+
+export interface Piece {
+  text: string;
+  mark: boolean;
+}
+
+/** Marks a word whose folded form is a marked word, begins with a marked stem, or contains a marked part of three letters or more. */
+function matches(word: string, marks: readonly string[]): boolean {
+  const folded = fold(word).replace(/ /g, '');
+  if (folded === '') return false;
+  return marks.some((m) => folded === m || (m.length >= 3 && folded.includes(m)));
+}
+
+export function highlight(text: string, marks: readonly string[]): Piece[] {
+  const pieces: Piece[] = [];
+  // Words are runs of letters and digits; the rest passes unmarked.
+  for (const part of text.split(/([\p{L}\p{N}]+)/u)) {
+    if (part === '') continue;
+    const mark = /[\p{L}\p{N}]/u.test(part) && matches(part, marks);
+    const last = pieces[pieces.length - 1];
+    if (last && last.mark === mark) last.text += part;
+    else pieces.push({ text: part, mark });
+  }
+  return pieces;
+}
+
+/** About `length` characters of text around its first marked word, with … where it was cut; null when no word is marked. */
+export function excerpt(text: string, marks: readonly string[], length = 160): Piece[] | null {
+  const pieces = highlight(text, marks);
+  const first = pieces.findIndex((p) => p.mark);
+  if (first === -1) return null;
+  const at = pieces.slice(0, first).reduce((n, p) => n + p.text.length, 0);
+  let start = Math.max(0, at - Math.floor(length / 3));
+  let end = Math.min(text.length, start + length);
+  // Cut at spaces, not inside words.
+  if (start > 0) start = text.indexOf(' ', start) + 1 || start;
+  if (end < text.length) end = text.lastIndexOf(' ', end) > at ? text.lastIndexOf(' ', end) : end;
+  const cut = highlight(text.slice(start, end), marks);
+  if (start > 0) cut.unshift({ text: '…', mark: false });
+  if (end < text.length) cut.push({ text: '…', mark: false });
+  return cut;
+}

@@ -1,0 +1,312 @@
+// Search as a library catalogue's users expect it (docs/interface.md, Search): Primo's query
+// language, German folding and stemming, compound parts, ranking, sorting, facets, did you
+// mean, highlighting, deep links written for other Primo views, and the bounds on its cost.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { fold, parseCondition, parseLines, Searcher } from '../lib/search/index.ts';
+import type { TestServer } from './helpers.ts';
+import { backend, openTestDb, readJson, startTestServer } from './helpers.ts';
+
+let server: TestServer;
+
+before(async () => {
+  server = await startTestServer({ NODE_ENV: 'production', SEARCH_VIEW_ALIASES: '01ABC_INST:PRINT=druck,Everything=default_tab' });
+});
+after(() => server.close());
+
+interface Treffer { typ: string; titel: string; url: string; rank: number; person?: { name: string }; jahr?: number | null; art?: string; excerpt?: string | null }
+interface Facet { value: string; count: number; url: string }
+interface Result {
+  total: number;
+  total_is_exact: boolean;
+  treffer: Treffer[];
+  facets: Record<'rtype' | 'creator' | 'decade', Facet[]>;
+  suggestion: { query: string[]; url: string } | null;
+  replaced?: { name: string; requested: string; used: string }[];
+  sortby: string;
+  facet: string[];
+}
+
+const search = async (query: string): Promise<Result> => {
+  const res = await fetch(`${server.origin}/search.json?${query}`);
+  assert.equal(res.status, 200, `${query}: ${res.status}`);
+  return readJson(res) as Promise<Result>;
+};
+/** A link from a representation, followed as an API client does. */
+const follow = async (url: string): Promise<Result> => readJson(await fetch(url, { headers: { accept: 'application/json' } })) as Promise<Result>;
+const titles = (r: Result) => r.treffer.map((h) => h.titel);
+const q = (term: string, field = 'any', match = 'contains') => `query=${field},${match},${encodeURIComponent(term)}`;
+
+describe('words, folded and stemmed for German', () => {
+  test('mueller, muller and Müller find each other', async () => {
+    const [a, b, c] = await Promise.all([search(q('mueller')), search(q('muller')), search(q('Müller'))]);
+    assert.ok(a.total > 0);
+    assert.deepEqual(titles(b), titles(a));
+    assert.deepEqual(titles(c), titles(a));
+    assert.equal(a.treffer[0]?.titel, 'Jürgen Müller');
+  });
+
+  test('häuser finds "Das Haus am Deich"; bahnhof finds "Leere Bahnhöfe"', async () => {
+    assert.ok(titles(await search(q('häuser'))).includes('Das Haus am Deich'));
+    assert.ok(titles(await search(q('bahnhof'))).includes('Leere Bahnhöfe'));
+  });
+
+  test('nebel hafen finds "Hafen im Nebel": all words, in any order', async () => {
+    assert.deepEqual(titles(await search(q('nebel hafen'))), ['Hafen im Nebel']);
+  });
+
+  test('a compound part finds its compounds, ranked below the whole word', async () => {
+    const r = await search(q('schicht', 'title'));
+    const names = titles(r);
+    assert.ok(names.includes('Nachtschicht'));
+    assert.ok(names.indexOf('Schicht um Schicht') < names.indexOf('Nachtschicht'));
+    const [whole, part] = [r.treffer.find((h) => h.titel === 'Schicht um Schicht'), r.treffer.find((h) => h.titel === 'Nachtschicht')];
+    assert.ok((whole?.rank ?? 0) > (part?.rank ?? 0));
+  });
+
+  test('descriptions, types and years are searched: desc, rtype, cdate and any', async () => {
+    assert.deepEqual(titles(await search(q('leinwand', 'desc'))), ['Stillleben mit Zitronen']);
+    const romane = await search(q('roman', 'rtype'));
+    assert.ok(romane.total >= 3 && romane.treffer.every((h) => h.art === 'Roman'));
+    assert.ok((await search(q('1988', 'cdate'))).treffer.every((h) => h.jahr === 1988));
+    assert.ok(titles(await search(q('leinwand'))).includes('Stillleben mit Zitronen'));
+  });
+
+  test('the folding in JavaScript is the folding of the index', async () => {
+    const samples = ['Jürgen MÜLLER', 'Mueller', 'Straße', 'ÆSOP Œuvre', 'Quelle', 'Łódź–Kraków', "O'Brien", 'Ångström 1988', 'façade', 'Dvořák'];
+    for (const text of samples) {
+      const [row] = await server.db.query<{ f: string }>('SELECT search_fold($1) AS f', [text]);
+      assert.equal(fold(text), row?.f, text);
+    }
+  });
+});
+
+describe("Primo's query language", () => {
+  test('a quoted phrase must appear as a phrase', async () => {
+    assert.deepEqual(titles(await search(q('"im nebel"', 'title'))), ['Hafen im Nebel']);
+    assert.equal((await search(q('"nebel im"', 'title'))).total, 0);
+  });
+
+  test('OR and NOT in capitals, as in the simple search', async () => {
+    const either = titles(await search(q('nebel OR deich', 'title')));
+    assert.deepEqual([...either].sort(), ['Das Haus am Deich', 'Hafen im Nebel']);
+    const not = titles(await search(q('schicht NOT nacht', 'title')));
+    assert.ok(not.includes('Schicht um Schicht') && !not.includes('Nachtschicht'));
+    // In small letters they are words like any other.
+    assert.equal((await search(q('nebel or deich', 'title'))).total, 0);
+  });
+
+  test('* and ? are wildcards inside and at the end of a word', async () => {
+    assert.ok(titles(await search(q('nacht*', 'title'))).includes('Nachtschicht'));
+    assert.ok(titles(await search(q('mü?ler', 'creator'))).includes('Jürgen Müller'));
+    assert.ok(titles(await search(q('schi*t', 'title'))).includes('Schicht um Schicht'));
+  });
+
+  test('exact is the phrase in order; the whole field ranks first', async () => {
+    const r = await search(q('nachtschicht', 'title', 'exact'));
+    assert.deepEqual(titles(r), ['Nachtschicht']);
+    assert.equal((await search(q('deich am haus', 'title', 'exact'))).total, 0);
+  });
+
+  test('begins_with: the field starts with the term', async () => {
+    assert.deepEqual(titles(await search(q('das haus', 'title', 'begins_with'))), ['Das Haus am Deich']);
+    assert.ok(titles(await search(q('nacht', 'title', 'begins_with'))).includes('Nachtschicht'));
+  });
+
+  test('a fourth part AND, OR or NOT joins a line with the next', async () => {
+    const single = await search('query=any,contains,nebel,AND');
+    assert.deepEqual(titles(single), titles(await search(q('nebel'))));
+    const or = titles(await search(`query=title,contains,nebel,OR&${q('deich', 'title')}`));
+    assert.deepEqual([...or].sort(), ['Das Haus am Deich', 'Hafen im Nebel']);
+    const not = titles(await search(`query=title,contains,schicht,NOT&${q('nacht', 'title')}`));
+    assert.ok(not.includes('Schicht um Schicht') && !not.includes('Nachtschicht'));
+    // The canonical URL keeps an operator between lines only.
+    const res = await fetch(`${server.origin}/search.json?query=title,contains,nebel,OR&${q('deich', 'title')}`);
+    assert.match((await readJson(res) as { url: string }).url, /query=title,contains,nebel,OR&query=title,contains,deich&/);
+  });
+
+  test('the parser reads the lines as Primo writes them', () => {
+    assert.deepEqual(parseCondition('any,contains,a,b,OR'), { field: 'any', match: 'contains', term: 'a,b', operator: 'OR' });
+    const [line] = parseLines([parseCondition('any,contains,a b OR c NOT "d e"')]);
+    assert.deepEqual(line?.clauses.map((clause) => clause.map((a) => `${a.negated ? '-' : ''}${a.words.join('_')}`)), [['a'], ['b', 'c'], ['-d_e']]);
+  });
+});
+
+describe('ranking, sorting and facets', () => {
+  test('title matches above creator matches above description matches; ties by id, so paging is stable', async () => {
+    const r = await search(q('nebel'));
+    assert.deepEqual(titles(r).slice(0, 1), ['Hafen im Nebel']);
+    const ranks = r.treffer.map((h) => h.rank);
+    assert.deepEqual(ranks, [...ranks].sort((a, b) => b - a));
+  });
+
+  test('sortby title, author, date_d and date_a', async () => {
+    const byTitle = titles(await search(`${q('müller', 'creator')}&sortby=title&search_scope=werke`));
+    assert.deepEqual(byTitle, [...byTitle].sort((a, b) => fold(a).localeCompare(fold(b), 'en', { sensitivity: 'base' }) || 0));
+    const newest = (await search(`${q('müller', 'creator')}&sortby=date_d&search_scope=werke`)).treffer.map((h) => h.jahr as number);
+    assert.deepEqual(newest, [...newest].sort((a, b) => b - a));
+    const oldest = (await search(`${q('müller', 'creator')}&sortby=date_a&search_scope=werke`)).treffer.map((h) => h.jahr as number);
+    assert.deepEqual(oldest, [...oldest].sort((a, b) => a - b));
+    // By the creator's last name: every work's creator, folded, in order.
+    const byAuthor = await search(`${q('schicht')}&sortby=author&search_scope=werke`);
+    assert.equal(byAuthor.sortby, 'author');
+    const lastNames = byAuthor.treffer.map((h) => fold((h.person?.name ?? '').split(' ').at(-1) ?? ''));
+    assert.ok(new Set(lastNames).size > 1, 'works of more than one creator');
+    assert.deepEqual(lastNames, [...lastNames].sort());
+  });
+
+  test('facets count the hits by type, creator and decade, and their links apply them', async () => {
+    const r = await search(q('müller'));
+    const total = r.total;
+    const persons = r.treffer.filter((h) => h.typ === 'person').length;
+    assert.equal(r.facets.rtype.reduce((n, f) => n + f.count, 0), total - persons);
+    const [first] = r.facets.rtype;
+    assert.ok(first);
+    const applied = await follow(first.url);
+    assert.equal(applied.total, first.count);
+    assert.ok(applied.treffer.every((h) => h.art === first.value));
+    assert.deepEqual(applied.facet, [`rtype,include,${first.value}`]);
+    const excluded = await search(`${q('müller')}&facet=${encodeURIComponent(`rtype,exclude,${first.value}`)}`);
+    assert.equal(excluded.total, total - first.count);
+    const decade = r.facets.decade[0];
+    assert.ok(decade && /^\d{4}$/.test(decade.value));
+    const inDecade = await follow(decade.url);
+    assert.ok(inDecade.treffer.every((h) => (h.jahr as number) >= Number(decade.value) && (h.jahr as number) < Number(decade.value) + 10));
+    const creator = r.facets.creator.find((f) => f.value === 'Jürgen Müller');
+    assert.ok(creator);
+    const his = await follow(creator.url);
+    assert.equal(his.total, creator.count);
+  });
+
+  test('the HTML list has the facets and the orders as links', async () => {
+    const html = await (await fetch(`${server.origin}/search?${q('müller')}`)).text();
+    assert.match(html, /<aside class="facets" aria-label="Refine">/);
+    assert.match(html, /<a href="search\?query=any,contains,m%C3%BCller&amp;tab=default_tab&amp;search_scope=default_scope&amp;vid=portfolio" aria-current="true">relevance<\/a>/);
+    assert.match(html, /<a href="search\?query=any,contains,m%C3%BCller&amp;tab=default_tab&amp;search_scope=default_scope&amp;vid=portfolio&amp;sortby=date_d">newest<\/a>/);
+    assert.match(html, /<a href="search\?query=any,contains,m%C3%BCller&amp;tab=default_tab&amp;search_scope=default_scope&amp;vid=portfolio&amp;facet=rtype,include,[^"]+">/);
+  });
+});
+
+describe('did you mean, highlighting, excerpts', () => {
+  test('a search without hits offers the closest spelling the index has, as a link that finds something', async () => {
+    const r = await search(q('muellr'));
+    assert.equal(r.total, 0);
+    assert.deepEqual(r.suggestion?.query, ['any,contains,müller']);
+    const followed = await follow(r.suggestion?.url ?? '');
+    assert.ok(followed.total > 0);
+    const html = await (await fetch(`${server.origin}/search?${q('muellr')}`)).text();
+    assert.match(html, /Did you mean <a href="search\?query=any,contains,m%C3%BCller[^"]*">müller<\/a>\?/);
+    assert.equal((await search(q('müller'))).suggestion, null);
+  });
+
+  test('the HTML list marks the matched words, escaped, and shows the description around the first match', async () => {
+    const [row] = await server.db.query<{ id: number }>(
+      `INSERT INTO werk (person_id, titel, beschreibung) VALUES (1, $1, $2) RETURNING id`,
+      ['<b>Glimmerstudie</b> & "Co"', `${'Vorrede ohne Treffer. '.repeat(12)}Hier beginnt die Glimmerstudien-Reihe <script>x</script> mit viel Licht.`],
+    );
+    try {
+      const html = await (await fetch(`${server.origin}/search?${q('glimmerstudie')}`)).text();
+      assert.match(html, /<a href="werk\/\d+">&lt;b&gt;<mark>Glimmerstudie<\/mark>&lt;\/b&gt; &amp; &#34;Co&#34;<\/a>/);
+      assert.match(html, /<p class="excerpt">…[^<]*<mark>Glimmerstudien<\/mark>-Reihe &lt;script&gt;x&lt;\/script&gt;/);
+      assert.doesNotMatch(html, /<script>x/);
+      const json = await search(q('glimmerstudie'));
+      const hit = json.treffer.find((h) => h.url.endsWith(`/werk/${row?.id}`));
+      assert.match(hit?.excerpt ?? '', /^….*Glimmerstudien-Reihe/);
+    } finally {
+      await server.db.query('DELETE FROM werk WHERE id = $1', [row?.id]);
+    }
+  });
+});
+
+describe("deep links written for Primo's views", () => {
+  test("another installation's vid and tab answer with ours, and the page says which it used", async () => {
+    const r = await search(`${q('nebel')}&vid=01XYZ_INST:MAIN&tab=Everything&search_scope=MyInst_and_CI&lang=de&mode=advanced&pcAvailability=true&displayMode=full`);
+    assert.ok(r.total > 0);
+    assert.deepEqual(r.replaced, [
+      { name: 'tab', requested: 'Everything', used: 'default_tab' },
+      { name: 'search_scope', requested: 'MyInst_and_CI', used: 'default_scope' },
+      { name: 'vid', requested: '01XYZ_INST:MAIN', used: 'portfolio' },
+    ]);
+    const html = await (await fetch(`${server.origin}/search?${q('nebel')}&vid=01XYZ_INST:MAIN`)).text();
+    assert.match(html, /written for vid “01XYZ_INST:MAIN” of another catalogue; shown with portfolio/);
+    // lang is kept in the links; the other Primo parameters change nothing.
+    const res = await fetch(`${server.origin}/search.json?${q('nebel')}&lang=de&mode=advanced`);
+    assert.match((await readJson(res) as { url: string }).url, /&lang=de$/);
+  });
+
+  test('SEARCH_VIEW_ALIASES maps another view to one of ours', async () => {
+    const res = await fetch(`${server.origin}/search?${q('nebel')}&vid=01ABC_INST:PRINT`);
+    const html = await res.text();
+    assert.match(html, /<link rel="stylesheet" href="css\/druck\.css">/);
+    assert.match(html, /shown with druck/);
+  });
+});
+
+describe('bounded cost', () => {
+  test('old links: a one-word substring of three letters or more still finds its words, ranked lower', async () => {
+    const r = await search(q('üll', 'creator'));
+    assert.ok(titles(r).includes('Jürgen Müller'));
+    assert.ok(r.treffer.every((h) => h.rank < 6));
+    // Short words and stop words are words too: a link that found something still answers 200
+    // (search() asserts the status) and finds them.
+    for (const term of ['er', 'der die das']) await search(q(term));
+    assert.ok((await search(q('der'))).total > 0);
+  });
+
+  test('more hits than a search takes: the total and the counts say "at least", and paging stops at the cap', async () => {
+    const small = await startTestServer({ NODE_ENV: 'production', SEARCH_MAX_HITS: '20' });
+    try {
+      await small.db.query(`INSERT INTO werk (person_id, titel, art) SELECT 1, 'Kappungsstudie ' || g, 'Skizze' FROM generate_series(1, 30) AS g`);
+      const res = await fetch(`${small.origin}/search.json?${q('kappungsstudie')}`);
+      const r = await readJson(res) as Result;
+      assert.equal(r.total, 20);
+      assert.equal(r.total_is_exact, false);
+      assert.ok((r.facets.rtype[0]?.count ?? 0) >= 20);
+      const html = await (await fetch(`${small.origin}/search?${q('kappungsstudie')}`)).text();
+      assert.match(html, /At least 20 results/);
+      assert.equal((await fetch(`${small.origin}/search.json?${q('kappungsstudie')}&offset=20`)).status, 400);
+      // A search whose hits were all taken pages past its end as any list does: an empty page.
+      const past = await fetch(`${small.origin}/search.json?${q('nebel')}&offset=5000`);
+      assert.equal(past.status, 200);
+      assert.deepEqual((await readJson(past) as Result).treffer, []);
+    } finally {
+      await small.close();
+    }
+  });
+
+  test('searches beyond their share of connections wait for a turn, up to SEARCH_WAIT_MS; then they are 503 with Retry-After', { skip: backend !== 'postgres' && 'PGlite has one connection and no time-outs' }, async () => {
+    const { db, drop } = await openTestDb();
+    try {
+      // One at a time, 400 ms each, a turn awaited 600 ms at most: the second gets one, the rest do not.
+      const searcher = new Searcher({ cap: 100, timeoutMs: 5000, concurrency: 1, waitMs: 600 });
+      const slow = () => searcher.within(() => db.query('SELECT pg_sleep(0.4)', [], { timeoutMs: 5000 }));
+      const outcomes = await Promise.allSettled(Array.from({ length: 6 }, slow));
+      const refused = outcomes.filter((o) => o.status === 'rejected');
+      assert.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 2);
+      assert.equal(refused.length, 4);
+      for (const r of refused) {
+        const err = (r as PromiseRejectedResult).reason as { status: number; options: { headers: Record<string, string> } };
+        assert.equal(err.status, 503);
+        assert.equal(err.options.headers['Retry-After'], '2');
+      }
+    } finally {
+      await drop();
+    }
+  });
+
+  test('a search statement that runs into its time-out is 503, not 500', { skip: backend !== 'postgres' && 'PGlite does not enforce time-outs' }, async () => {
+    const { db, drop } = await openTestDb();
+    try {
+      const searcher = new Searcher({ cap: 100, timeoutMs: 100, concurrency: 2, waitMs: 1000 });
+      await assert.rejects(searcher.within(() => db.query('SELECT pg_sleep(2)', [], { timeoutMs: 100 })), (err: { status: number; message: string }) => {
+        assert.equal(err.status, 503);
+        assert.match(err.message, /took too long/);
+        return true;
+      });
+      // The connection is fine afterwards.
+      assert.deepEqual(await db.query('SELECT 1 AS one'), [{ one: 1 }]);
+    } finally {
+      await drop();
+    }
+  });
+});
