@@ -1,74 +1,140 @@
-// Serves the files in public/ (pictures, stylesheet) the way Apache serves a document
-// root: only regular files inside the folder, never a path that climbs out of it.
-import { readFileSync, statSync } from 'node:fs';
+// Serves the files in public/ (pictures, stylesheets, schemas) and the uploaded pictures the way
+// Apache serves a document root: only regular files inside the folder, never a path that climbs
+// out of it. The `send` library streams them from disk with their type, Range (206, 416),
+// Last-Modified, ETag and conditional requests; text files are sent compressed when the client
+// accepts it, their compressed bytes kept beside the file's size and time.
+import { createReadStream } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
+import mime from 'mime-types';
+import send from 'send';
+import type { Encoding } from './compress.ts';
+import { chooseEncoding, compressAsync, encodedEtag, isCompressible, minCompressBytes } from './compress.ts';
+import { HttpError } from './http-error.ts';
 import type { Exchange } from './respond.ts';
-import { etagOf, matchesEtag, sendBody, sendEmpty } from './respond.ts';
+import { matchesEtag, securityHeaders, sendBody, sendEmpty } from './respond.ts';
 
-interface StaticFile {
-  body: Buffer;
-  type: string;
-  etag: string;
-  mtime: Date;
+/** A folder served at a path prefix: /bilder/ from the data folder's pictures. */
+export interface Mount {
+  prefix: string;
+  dir: string;
+  /** Every name in it is a content hash: cached for a year, never revalidated. */
+  immutable: boolean;
 }
 
-const types: Record<string, string> = {
-  '.css': 'text/css; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.jpg': 'image/jpeg',
-  '.jpeg': 'image/jpeg',
-  '.webp': 'image/webp',
-  '.ico': 'image/x-icon',
-  '.txt': 'text/plain; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.xsd': 'application/xml; charset=utf-8',
-};
-
-// JSON is served only from public/schema/, as JSON Schema (docs/interface.md, Schemas).
-const schemaTypes: Record<string, string> = {
-  '.json': 'application/schema+json',
-};
+/** Where the uploaded pictures are served (lib/page/picture.ts). */
+export const picturesPath = '/bilder/';
 
 // Plain names only: no hidden files, no "..", no backslashes or NUL.
 const safePath = /^(?:\/[A-Za-z0-9_-][A-Za-z0-9._-]*)+$/;
 
+// A name with a content hash in it (site.3f2a9c1b7e4d5a60.css, <sha256>-480.webp) never changes its bytes.
+const fingerprinted = /(?:^|[.-])[0-9a-f]{16,}(?:[.-]|$)/;
+
+const revalidated = 'public, max-age=3600';
+const immutable = 'public, max-age=31536000, immutable';
+
+// Text files up to this size are compressed once and kept (at most keptBytes of them in all); larger ones are streamed as they are.
+const maxCompressedFile = 4 * 1024 * 1024;
+const keptBytes = 32 * 1024 * 1024;
+
 export class StaticFiles {
-  private readonly dir: string;
-  private readonly reload: boolean;
-  private readonly cache = new Map<string, StaticFile | null>();
+  private readonly mounts: Mount[];
+  private readonly compressed = new Map<string, Promise<Buffer>>();
+  private compressedBytes = 0;
 
-  constructor(dir: string, options: { reload: boolean }) {
-    this.dir = dir;
-    this.reload = options.reload;
+  constructor(dir: string, options: { mounts?: Mount[] } = {}) {
+    this.mounts = [...(options.mounts ?? []), { prefix: '/', dir: path.resolve(dir), immutable: false }];
   }
 
-  /** The file at a decoded URL path, or null when there is none to serve. */
-  find(urlPath: string): StaticFile | null {
-    if (!safePath.test(urlPath) || urlPath.includes('..')) return null;
-    if (!this.reload && this.cache.has(urlPath)) return this.cache.get(urlPath) ?? null;
-    const file = this.read(urlPath);
-    // Remember misses too, bounded, so probing for files costs no disk access.
-    if (!this.reload && (file || this.cache.size < 10_000)) this.cache.set(urlPath, file);
-    return file;
+  /**
+   * Sends the file at a decoded URL path for GET or HEAD; false when there is none to serve (the
+   * caller answers 404). A Range the file cannot satisfy is 416, a failed If-Match 412.
+   */
+  async serve(ex: Exchange, urlPath: string): Promise<boolean> {
+    if (!safePath.test(urlPath) || urlPath.includes('..')) return false;
+    const mount = this.mounts.find((m) => urlPath.startsWith(m.prefix)) as Mount;
+    const relative = urlPath.slice(mount.prefix.length - 1);
+    const type = typeOf(urlPath);
+    if (!type) return false;
+    const file = path.join(mount.dir, relative);
+    if (!file.startsWith(mount.dir + path.sep)) return false;
+    const info = await stat(file).catch(() => null);
+    if (!info?.isFile()) return false;
+    const compressible = isCompressible(type) && info.size >= minCompressBytes;
+    // The same ETag send would make from size and time, strong so that If-Range can use it.
+    const etag = `"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`;
+    const headers: Record<string, string> = {
+      'content-type': type,
+      etag,
+      'last-modified': info.mtime.toUTCString(),
+      'cache-control': mount.immutable || fingerprinted.test(path.basename(relative)) ? immutable : revalidated,
+    };
+    if (compressible) headers.vary = 'Accept-Encoding';
+    const encoding = compressible && info.size <= maxCompressedFile && ex.req.headers.range === undefined ? chooseEncoding(ex.req.headers['accept-encoding']) : null;
+    if (encoding) {
+      headers.etag = encodedEtag(etag, encoding);
+      headers['content-encoding'] = encoding;
+      if (matchesEtag(ex.req.headers['if-none-match'], headers.etag)) return (sendEmpty(ex, 304, pick(headers, ['etag', 'cache-control', 'vary', 'last-modified'])), true);
+      sendBody(ex, 200, headers, await this.compressedOf(file, `${etag}\u0000${encoding}`, encoding));
+      return true;
+    }
+    await stream(ex, mount.dir, relative, headers);
+    return true;
   }
 
-  private read(urlPath: string): StaticFile | null {
-    const extension = path.extname(urlPath).toLowerCase();
-    const type = (urlPath.startsWith('/schema/') ? schemaTypes[extension] : undefined) ?? types[extension];
-    if (!type) return null;
-    const file = path.join(this.dir, urlPath);
-    if (!file.startsWith(this.dir + path.sep)) return null;
-    const stat = statSync(file, { throwIfNoEntry: false });
-    if (!stat?.isFile()) return null;
-    const body = readFileSync(file);
-    return { body, type, etag: etagOf(body), mtime: stat.mtime };
+  /** A file's compressed bytes, made once per size and time of the file (the key) and encoding. */
+  private compressedOf(file: string, version: string, encoding: Encoding): Promise<Buffer> {
+    const key = `${file}\u0000${version}`;
+    let body = this.compressed.get(key);
+    if (!body) {
+      body = readFile(file).then((bytes) => compressAsync(bytes, encoding));
+      this.compressed.set(key, body);
+      body.then((bytes) => {
+        this.compressedBytes += bytes.length;
+        // The oldest go first once the kept bytes pass the bound.
+        for (const [oldest, kept] of this.compressed) {
+          if (this.compressedBytes <= keptBytes) break;
+          this.compressed.delete(oldest);
+          kept.then((b) => (this.compressedBytes -= b.length), () => {});
+        }
+      }, () => this.compressed.delete(key));
+    }
+    return body;
   }
 }
 
-/** A file for GET and HEAD, kept an hour by caches and revalidated by its ETag. */
-export function serveFile(ex: Exchange, file: StaticFile): void {
-  const headers = { 'content-type': file.type, etag: file.etag, 'cache-control': 'public, max-age=3600', 'last-modified': file.mtime.toUTCString() };
-  if (matchesEtag(ex.req.headers['if-none-match'], file.etag)) return sendEmpty(ex, 304, headers);
-  sendBody(ex, 200, headers, file.body);
+/** The media type of a name: the mime-types table, JSON only as a schema of /schema/, XML in UTF-8. */
+function typeOf(urlPath: string): string | null {
+  const extension = path.extname(urlPath).toLowerCase();
+  if (extension === '.json') return urlPath.startsWith('/schema/') ? 'application/schema+json' : null;
+  if (extension === '.xml' || extension === '.xsd') return 'application/xml; charset=utf-8';
+  return mime.contentType(extension) || null;
+}
+
+/** Streams the file with send, which answers Range, If-Range, If-Modified-Since and If-None-Match itself. */
+function stream(ex: Exchange, root: string, relative: string, headers: Record<string, string>): Promise<void> {
+  const { req, res } = ex;
+  for (const [name, value] of Object.entries({ ...securityHeaders, ...headers })) res.setHeader(name, value);
+  return new Promise((resolve, reject) => {
+    send(req, relative, { root, index: false, dotfiles: 'deny', etag: false, lastModified: false, cacheControl: false })
+      .on('stream', (file: ReturnType<typeof createReadStream>) => file.on('data', (chunk: Buffer | string) => (ex.bytes += chunk.length)))
+      .on('directory', () => reject(new HttpError(404, 'There is no document here.')))
+      .on('error', (err: { status?: number; headers?: Record<string, string> }) => {
+        // Only the answer send chose stays: the file's own headers do not describe a 412 or 416.
+        for (const name of Object.keys(headers)) res.removeHeader(name);
+        const status = err.status ?? 500;
+        if (status === 416) reject(new HttpError(416, 'The range asked for lies outside the file.', { headers: { 'content-range': err.headers?.['Content-Range'] ?? `bytes */*` } }));
+        else if (status === 412) reject(new HttpError(412, 'The file has changed since the version named in If-Match or If-Unmodified-Since.'));
+        else if (status < 500) reject(new HttpError(404, 'There is no document here.'));
+        else reject(new Error(`A file of ${root} could not be read: ${String((err as Error).message)}`));
+      })
+      .on('end', () => resolve())
+      .pipe(res);
+    res.once('close', () => resolve());
+  });
+}
+
+function pick(headers: Record<string, string>, names: string[]): Record<string, string> {
+  return Object.fromEntries(names.filter((n) => headers[n] !== undefined).map((n) => [n, headers[n] as string]));
 }

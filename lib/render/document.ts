@@ -15,7 +15,7 @@ interface PageInfo {
   alternates: Alternate[];
   stylesheet: string;
   warnings: string[];
-  /** Who is logged in, on pages that read the session; public pages show a plain login link. */
+  /** Who is logged in, on pages that read the session; on public pages js/site.js fills the header in from me.json. */
   user: Viewer | null;
 }
 

@@ -21,8 +21,8 @@ import { basic, demo, logInAs, tokenOf } from '../login-helpers.ts';
 
 const schemaDir = path.join(root, 'public/schema');
 const xmlSchemas = ['person', 'werk', 'personen', 'index', 'search', 'entlehnte', 'entlehnung', 'problem'] as const;
-// login has no XML representation: /login.xml is a 406.
-const jsonSchemas = [...xmlSchemas, 'login'] as const;
+// login and me have no XML representation: /login.xml and /me.xml are 406.
+const jsonSchemas = [...xmlSchemas, 'login', 'me'] as const;
 type SchemaName = (typeof jsonSchemas)[number];
 
 const noXmllint = missingTool('/usr/bin/xmllint', 'libxml2-utils');
@@ -301,10 +301,15 @@ describe('the demo data', () => {
     'query=creator,exact,J%C3%BCrgen%20M%C3%BCller',
     'query=any,begins_with,%C3%9C',
     'query=any,contains,zzzzzz',
-    'query=any,contains,e',
-    'query=any,contains,e&offset=10',
-    'query=any,contains,e&offset=80',
-    'query=any,contains,e&offset=1000',
+    'query=any,contains,ge*%20OR%20st*',
+    'query=any,contains,ge*%20OR%20st*&offset=10',
+    'query=any,contains,ge*%20OR%20st*&offset=80',
+    'query=any,contains,ge*%20OR%20st*&offset=1000',
+    'query=any,contains,m%C3%BCller&sortby=date_d&facet=rtype,include,Fotografie&facet=decade,exclude,2010&lang=de',
+    'query=any,contains,m%C3%BCller&facet=creator,include,J%C3%BCrgen%20M%C3%BCller&sortby=author',
+    'query=title,contains,nebel%20OR%20deich%20NOT%20%22am%20deich%22,OR&query=desc,contains,leinwand&query=rtype,exact,Roman',
+    'query=cdate,contains,1988&vid=01XYZ_INST:MAIN&tab=Everything&search_scope=MyInst_and_CI&mode=advanced',
+    'query=any,contains,muellr',
     'query=any,contains,a&query=title,contains,e&search_scope=werke&vid=druck',
     'query=creator,begins_with,m&search_scope=personen',
     'query=title,contains,e&search_scope=personen',
@@ -317,9 +322,9 @@ describe('the demo data', () => {
   ];
   bothFormats('searches: every field and match type, several conditions, scopes, empty results and paging', async (format, tally) => {
     for (const search of searches) await expectValid(tally, 'search', format, await get(`/search.${format}?${search}`), 200);
-    await expectValid(tally, 'search', format, await get('/search.php?query=any,contains,e&offset=20', { headers: { accept: accepts[format] } }), 200);
+    await expectValid(tally, 'search', format, await get('/search.php?query=any,contains,ge*%20OR%20st*&offset=20', { headers: { accept: accepts[format] } }), 200);
     // Every page of a long result, following next.
-    let next: string | null = `/search.${format}?query=any,contains,e`;
+    let next: string | null = `/search.${format}?query=any,contains,ge*%20OR%20st*`;
     let pages = 0;
     while (next) {
       const doc = await get(next);
@@ -391,6 +396,23 @@ describe('the demo data', () => {
     // A refused login answers the login document, not problem details.
     const refused = await get('/login', { method: 'POST', headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' }, body: 'username=x&password=y&csrf_token=z' });
     await expectValid(tally, 'login', 'json', refused, 403);
+    t.diagnostic(tally.toString());
+  });
+
+  test('me.json: anonymous, a user with a person, a librarian without one, Basic credentials', async (t) => {
+    const tally = new Tally();
+    const variants: [Record<string, string>, string | null, string | null, boolean][] = [
+      [{}, null, null, false],
+      [{ cookie: cookies.mmuster as string }, 'user', `${server.origin}/person/max-muster`, true],
+      [{ cookie: cookies.bibliothek as string }, 'librarian', null, true],
+      [{ authorization: basic('jmueller', demo.jmueller.password) }, 'user', `${server.origin}/person/juergen-mueller`, false],
+    ];
+    for (const [headers, role, person, token] of variants) {
+      const doc = await get('/me.json', { headers });
+      await expectValid(tally, 'me', 'json', doc, 200);
+      const { angemeldet } = JSON.parse(doc.body);
+      assert.deepEqual([angemeldet?.rolle ?? null, angemeldet?.person ?? null, typeof angemeldet?.csrf_token === 'string'], [role, person, token]);
+    }
     t.diagnostic(tally.toString());
   });
 
