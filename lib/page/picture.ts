@@ -1,0 +1,88 @@
+// A person's picture as uploaded: checked to be a JPEG, PNG or WebP by its first bytes and by
+// sharp reading its header, refused beyond the pixel limit before any pixel is decoded, then cut
+// square and scaled with sharp into the sizes the pages show, as WebP under a name made of the
+// upload's SHA-256, so the files never change and are served as immutable (docs/operations.md,
+// Pictures). Nothing is kept of a refused upload, nor of the original.
+import { randomBytes } from 'node:crypto';
+import { open, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import sharp from 'sharp';
+import type { Upload } from '../http/index.ts';
+import { HttpError, picturesPath } from '../http/index.ts';
+
+export interface PictureOptions {
+  /** The folder the pictures are kept in (config picturesDir). */
+  dir: string;
+  /** Width times height, at most. */
+  maxPixels: number;
+  /** The largest upload, for the form's hint (lib/http/upload.ts refuses larger ones). */
+  maxBytes: number;
+}
+
+/** The widths the pages use: the person list's small picture and the person page's portrait, both at twice their CSS size. */
+export const pictureWidths = [160, 480] as const;
+
+// sharp keeps no decoded images between requests: each picture is read once.
+sharp.cache(false);
+
+type Format = 'jpeg' | 'png' | 'webp';
+
+/** The format the first bytes say (the magic numbers), whatever the client's Content-Type claims. */
+function formatOf(head: Buffer): Format | null {
+  if (head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return 'jpeg';
+  if (head.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'png';
+  if (head.toString('latin1', 0, 4) === 'RIFF' && head.toString('latin1', 8, 12) === 'WEBP') return 'webp';
+  return null;
+}
+
+const notAPicture = 'The file is not a JPEG, PNG or WebP picture; choose one of those.';
+
+/** Stores the uploaded picture in every width; returns the site path of the large one, for the person's image. */
+export async function storePicture(upload: Upload, options: PictureOptions): Promise<string> {
+  const file = upload.file;
+  if (!file || file.bytes === 0) throw new HttpError(422, 'No picture came with the request: choose a JPEG, PNG or WebP file.', { errors: [{ field: 'bild', message: 'Choose a file.' }] });
+  const format = formatOf(await readHead(file.path));
+  if (!format) throw new HttpError(415, notAPicture);
+  const input = () => sharp(file.path, { limitInputPixels: options.maxPixels, failOn: 'error' });
+  // The header alone, which says the size without decoding a pixel; the decoding below keeps the limit too.
+  const meta = await sharp(file.path, { limitInputPixels: false }).metadata().catch(() => null);
+  if (!meta || meta.format !== format || !meta.width || !meta.height) throw new HttpError(415, `${notAPicture} It starts like a ${format.toUpperCase()} but cannot be read as one.`);
+  const pixels = meta.width * meta.height;
+  if (pixels > options.maxPixels) {
+    throw new HttpError(422, `The picture has ${meta.width} × ${meta.height} pixels, more than the ${(options.maxPixels / 1e6).toFixed(0)} million accepted; scale it down first.`);
+  }
+  const name = file.sha256.slice(0, 32);
+  const made: string[] = [];
+  // Two uploads of the same picture at once each write their own temporary files; the rename is atomic.
+  const suffix = randomBytes(6).toString('hex');
+  const temporary = (width: number) => path.join(options.dir, `.resize-${name}-${width}-${suffix}`);
+  try {
+    for (const width of pictureWidths) {
+      const target = path.join(options.dir, `${name}-${width}.webp`);
+      // The same bytes were uploaded before (by anyone): the files are there already.
+      if (await stat(target).then(() => true, () => false)) continue;
+      await input().autoOrient().resize(width, width, { fit: 'cover' }).webp({ quality: 80 }).toFile(temporary(width));
+      await rename(temporary(width), target);
+      made.push(target);
+    }
+  } catch (err) {
+    await Promise.all([...made, ...pictureWidths.map(temporary)].map((f) => rm(f, { force: true })));
+    // sharp's errors (a truncated or corrupt picture, the pixel limit) carry no code; the file system's (ENOSPC …) do, and stay a 500.
+    if (err instanceof Error && (err as NodeJS.ErrnoException).code === undefined) {
+      throw new HttpError(422, `The picture cannot be decoded: ${err.message.slice(0, 200)}.`);
+    }
+    throw err;
+  }
+  return `${picturesPath}${name}-${pictureWidths[pictureWidths.length - 1]}.webp`;
+}
+
+async function readHead(file: string): Promise<Buffer> {
+  const handle = await open(file, 'r');
+  try {
+    const head = Buffer.alloc(12);
+    await handle.read(head, 0, 12, 0);
+    return head;
+  } finally {
+    await handle.close();
+  }
+}
