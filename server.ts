@@ -13,8 +13,8 @@ import { openDatabase, openReplicas, prepareDatabase } from './lib/db/index.ts';
 import type { Exchange } from './lib/http/index.ts';
 import {
   accessEntryOf, basePathOf, chooseFormat, compileTrust, createBodyReader, createExchange, createProxy, effectiveMethod, HttpError, lingerAfterAnswer,
-  listen, locate, mediaTypes, negotiateErrorFormat, readTarget, refuseLargeBody, runPrimary, runsWorkers, sendBody, sendEmpty,
-  serveFile, StaticFiles, UpstreamError,
+  listen, locate, mediaTypes, negotiateErrorFormat, picturesPath, readTarget, refuseLargeBody, runPrimary, runsWorkers, sendBody, sendEmpty,
+  StaticFiles, UpstreamError,
 } from './lib/http/index.ts';
 import type { AccessEntry } from './lib/log/index.ts';
 import { Logs } from './lib/log/index.ts';
@@ -43,7 +43,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const logError: App['logError'] = (message, level = 'error') => logs.error(message, { level });
   const reload = !config.production;
   const templates = new Templates(config.templatesDir, { reload });
-  const files = new StaticFiles(config.publicDir, { reload });
+  const files = new StaticFiles(config.publicDir, { mounts: [{ prefix: picturesPath, dir: config.picturesDir, immutable: true }] });
   // Checked before the first request: a missing scripts folder, a bad rewrite table, database or
   // migration stops the start, and the error log says why, where an operator looks first.
   const { scripts, rules, db } = await prepare(config, { db: options.db, logError }).catch(async (err: unknown) => {
@@ -77,12 +77,11 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     if (destination.kind === 'redirect') return sendEmpty(ex, destination.status, { location: locate(target, destination.location, target.suffix) });
     // 3. Proxy, file or script: a P rule's upstream, a file of public/, or scripts/<name>.ts for /<name>.php.
     if (destination.kind === 'proxy') return proxy.forward(ex, destination.url);
-    refuseLargeBody(req);
+    refuseLargeBody(req, config.pictureMaxBytes);
     const name = scriptOf(destination.path);
     if (name === null || !scripts.exists(name)) {
-      const file = files.find(destination.rule === null ? target.path : destination.path);
       ex.route = 'static';
-      if (file && (req.method === 'GET' || req.method === 'HEAD')) return serveFile(ex, file);
+      if ((req.method === 'GET' || req.method === 'HEAD') && await files.serve(ex, destination.rule === null ? target.path : destination.path)) return;
       logs.missingFile(path.join(config.publicDir, target.path), ex.client.label);
       throw new HttpError(404, `There is no document at ${target.path}.`);
     }

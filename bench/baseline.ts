@@ -106,14 +106,19 @@ function personHtml(p: Person, werke: Werk[], origin: string): string {
     '@reverse': { creator: werke.map((w) => ({ '@type': 'CreativeWork', '@id': `${origin}/werk/${w.id}`, name: w.titel })) },
   }).replace(/</g, '\\u003c');
   return `<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n` +
-    `<title>${name} · Portfolio</title>\n<base href="/">\n<link rel="stylesheet" href="css/site.css">\n<link rel="canonical" href="${self}">\n` +
+    `<title>${name} · Portfolio</title>\n<base href="/">\n<link rel="stylesheet" href="css/site.css">\n<script src="js/site.js" defer></script>\n<link rel="canonical" href="${self}">\n` +
     `<link rel="alternate" type="application/xml" href="${self}.xml">\n<link rel="alternate" type="application/json" href="${self}.json">\n` +
     `<link rel="alternate" type="application/atom+xml" title="Newest works" href="feed">\n` +
     `<link rel="alternate" type="application/atom+xml" title="Newest works of ${name}" href="person/${p.slug}/feed">\n</head>\n<body>\n` +
-    `<header class="site">\n  <a class="brand" href="./">Portfolio</a>\n  <nav aria-label="Main">\n    <a href="personen">Persons</a>\n    <a href="search">Search</a>\n  </nav>\n  <a class="login" href="login">Log in</a>\n</header>\n<main>\n\n\n` +
-    `<article class="person">\n<h1>details of a person</h1>\n<img class="portrait" src="${html(p.image)}" alt="Picture of ${name}" width="240" height="240">\n` +
+    `<a class="skip" href="${self}#main">Skip to content</a>\n` +
+    `<header class="site">\n  <a class="brand" href="./">Portfolio</a>\n  <nav aria-label="Main">\n    <a href="personen">Persons</a>\n    <a href="search">Search</a>\n  </nav>\n` +
+    `  <details class="account" hidden>\n    <summary><span class="who"><span class="as">Logged in as </span><strong data-me="name"></strong></span></summary>\n` +
+    `    <div class="menu">\n      <a data-me="loans" href="login">My loans</a>\n      <form method="post" action="logout" data-me="logout" hidden>\n` +
+    `        <input type="hidden" name="csrf_token" value="">\n        <button type="submit">Log out</button>\n      </form>\n    </div>\n  </details>\n` +
+    `  <a class="login" href="login">Log in</a>\n</header>\n<main id="main" tabindex="-1">\n\n\n` +
+    `<article class="person">\n<h1>details of a person</h1>\n<h2 class="name">${name}</h2>\n<img class="portrait" src="${html(p.image)}" alt="Picture of ${name}" width="240" height="240">\n` +
     `<p>${name} has ${werke.length} ${werke.length === 1 ? 'work' : 'works'} in the database; user name ${html(p.username)}.</p>\n<ul class="werke">\n${items}</ul>\n` +
-    `<p class="edit"><a href="person/${p.slug}/bearbeiten">Edit</a> · <a href="person/${p.slug}/werke/neu">Add a work</a></p>\n` +
+    `<p class="edit" data-may="person/${p.slug}" hidden><a href="person/${p.slug}/bearbeiten">Edit</a> · <a href="person/${p.slug}/bild">Change the picture</a> · <a href="person/${p.slug}/werke/neu">Add a work</a> · <a href="person/${p.slug}/loeschen">Delete</a></p>\n` +
     `<p class="back"><a href="personen">All persons</a></p>\n</article>\n<script type="application/ld+json">${ld}</script>\n</main>\n<footer class="site">\n` +
     `  <p>This page as <a href="${self}.html" type="text/html">HTML</a> · <a href="${self}.xml" type="application/xml">XML</a> · <a href="${self}.json" type="application/json">JSON</a></p>\n` +
     '</footer>\n</body>\n</html>\n\n';
@@ -136,7 +141,8 @@ async function listJson(query: QueryFn, offset: number, origin: string): Promise
   }, null, 2) + '\n';
 }
 
-// The product's SQL (scripts/search.ts) for one any|title condition in the default scope, first page.
+// The site's former search (substrings of names and titles) for one any|title condition in the
+// default scope, first page: the baseline of the search cases, and what old links found.
 async function searchJson(query: QueryFn, condition: string, origin: string): Promise<string> {
   const [field = '', match = '', ...rest] = condition.split(',');
   const term = rest.join(',');

@@ -9,6 +9,8 @@ export interface LoadOptions {
   origin: string;
   /** The path of the next request, e.g. a random person. */
   nextPath: () => string;
+  /** Headers of every request, e.g. Accept-Encoding. */
+  headers?: Record<string, string>;
   connections: number;
   seconds: number;
   /** Process whose memory is sampled. */
@@ -50,7 +52,7 @@ export async function runSlice(options: LoadOptions): Promise<Slice> {
       connections: options.connections,
       duration: options.seconds,
       skipAggregateResult: true,
-      requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: options.nextPath() }) }],
+      requests: [{ method: 'GET', headers: options.headers, setupRequest: (request) => ({ ...request, path: options.nextPath() }) }],
     }) as unknown as Slice['raw'];
     return { raw, origin: options.origin, connections: options.connections, peakRssKb };
   } finally {

@@ -4,11 +4,12 @@
 // both with autocannon in turn, and prints the table that bench/results.md keeps.
 // BENCH_SECONDS (default 10) per server and case, taken in BENCH_SLICES (default 4) turns,
 // BENCH_SIZES (default 200000,1000000) works,
+// BENCH_CASES (default all: names, or parts of names, separated by commas, e.g. "person HTML"),
 // BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/portfolio_bench; one database per
 // size, portfolio_bench_200000 and so on, each re-created).
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +29,7 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const slices = Number(process.env.BENCH_SLICES ?? 4);
 const sizes = (process.env.BENCH_SIZES ?? '200000,1000000').split(',').map(Number);
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/portfolio_bench';
+const caseFilter = process.env.BENCH_CASES?.split(',').map((n) => n.trim()).filter(Boolean) ?? [];
 const worksPerPerson = 50;
 const connections = 64;
 
@@ -35,7 +37,12 @@ interface Case {
   name: string;
   connections: number;
   path: (random: () => number) => string;
+  /** Sent with every request of the case, e.g. Accept-Encoding. */
+  headers?: Record<string, string>;
 }
+
+// What browsers send: the product answers brotli, the baselines ignore it and send the bytes as they are.
+const compressed = { 'accept-encoding': 'br, gzip' };
 
 function defineCases(slugs: readonly string[]): Case[] {
   const pick = <T>(random: () => number, list: readonly T[]) => list[Math.floor(random() * list.length)] as T;
@@ -50,10 +57,12 @@ function defineCases(slugs: readonly string[]): Case[] {
     const phrase = r() < 0.5 ? `${pick(r, titleNouns)} und ${pick(r, titleNouns)}` : `${pick(r, titleNouns)} von ${pick(r, places)}`;
     return `/search.json?query=${encodeURIComponent(`any,contains,${phrase}`)}`;
   };
-  return [
+  const cases: Case[] = [
     { name: 'person JSON', connections, path: (r) => `/person/${pick(r, slugs)}.json` },
+    { name: 'person JSON, br/gzip', connections, path: (r) => `/person/${pick(r, slugs)}.json`, headers: compressed },
     { name: 'person XML', connections, path: (r) => `/person/${pick(r, slugs)}.xml` },
     { name: 'person HTML', connections, path: (r) => `/person/${pick(r, slugs)}.html` },
+    { name: 'person HTML, br/gzip', connections, path: (r) => `/person/${pick(r, slugs)}.html`, headers: compressed },
     { name: 'person list JSON', connections, path: () => '/personen.json' },
     { name: 'search any,contains', connections, path: contains },
     { name: 'search title,begins_with', connections, path: beginsWith },
@@ -61,9 +70,10 @@ function defineCases(slugs: readonly string[]): Case[] {
     { name: 'search any,contains, 1 connection', connections: 1, path: contains },
     { name: 'search title,begins_with, 1 connection', connections: 1, path: beginsWith },
   ];
+  return caseFilter.length === 0 ? cases : cases.filter((c) => caseFilter.some((part) => c.name.includes(part)));
 }
 
-async function recreateDatabase(url: string): Promise<void> {
+export async function recreateDatabase(url: string): Promise<void> {
   const name = new URL(url).pathname.slice(1);
   if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`BENCH_DATABASE_URL must name a plain database (letters, digits, _), not "${name}".`);
   const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).href });
@@ -77,10 +87,10 @@ async function recreateDatabase(url: string): Promise<void> {
   }
 }
 
-interface Started { origin: string; child: ChildProcess }
+export interface Started { origin: string; child: ChildProcess }
 
 /** The baseline as plain JavaScript next to the product's bundle: neither runs the tsx loader. */
-async function buildBaseline(): Promise<string> {
+export async function buildBaseline(): Promise<string> {
   const outfile = path.join(root, 'dist/bench-baseline.js');
   await build({
     entryPoints: [path.join(root, 'bench/baseline.ts')], outfile,
@@ -90,7 +100,7 @@ async function buildBaseline(): Promise<string> {
 }
 
 /** Starts a server program that prints "listening on http://…/" and waits for that line. */
-function startServer(label: string, args: string[], env: NodeJS.ProcessEnv): Promise<Started> {
+export function startServer(label: string, args: string[], env: NodeJS.ProcessEnv): Promise<Started> {
   const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let output = '';
@@ -107,7 +117,7 @@ function startServer(label: string, args: string[], env: NodeJS.ProcessEnv): Pro
   });
 }
 
-function stopServer(server: Started): Promise<void> {
+export function stopServer(server: Started): Promise<void> {
   return new Promise((resolve) => {
     if (server.child.exitCode !== null) return resolve();
     server.child.once('exit', () => resolve());
@@ -119,17 +129,39 @@ async function checkAnswers(server: Started, cases: readonly Case[]): Promise<vo
   const random = createRandom(99);
   for (const c of cases) {
     const target = c.path(random);
-    const res = await fetch(server.origin + target);
+    const res = await fetch(server.origin + target, { headers: c.headers });
     await res.arrayBuffer();
     if (res.status !== 200) throw new Error(`${server.origin}${target} answered ${res.status}, not 200; the benchmark would measure errors.`);
   }
 }
 
 /** A database per size (portfolio_bench_200000, …), generated, vacuumed and checkpointed. */
-interface Dataset { works: number; url: string; slugs: string[] }
+export interface Dataset { works: number; url: string; slugs: string[] }
 
-async function prepareDataset(works: number): Promise<Dataset> {
+/** The database a run before left, when it holds these many works and every migration. */
+async function reuseDataset(url: string, works: number): Promise<Dataset | null> {
+  const db = openPostgres({ connectionString: url, statementTimeoutMs: 60_000 });
+  try {
+    const [row] = await db.query<{ works: number; migrations: number }>(
+      'SELECT (SELECT count(*) FROM werk)::int AS works, (SELECT count(*) FROM schema_migrations)::int AS migrations');
+    const expected = readdirSync(path.join(root, 'sql')).filter((f) => /^\d+_.*\.sql$/.test(f)).length;
+    if (row?.works !== works || row.migrations !== expected) return null;
+    console.log(`bench: reusing ${new URL(url).pathname.slice(1)} (${works} works)`);
+    const slugs = (await db.query<{ slug: string }>('SELECT slug FROM person ORDER BY id')).map((r) => r.slug);
+    return { works, url, slugs };
+  } catch {
+    return null;
+  } finally {
+    await db.close();
+  }
+}
+
+export async function prepareDataset(works: number, options: { reuse?: boolean } = {}): Promise<Dataset> {
   const url = Object.assign(new URL(databaseUrl), { pathname: `${new URL(databaseUrl).pathname}_${works}` }).href;
+  if (options.reuse) {
+    const reused = await reuseDataset(url, works);
+    if (reused) return reused;
+  }
   await recreateDatabase(url);
   const db = openPostgres({ connectionString: url, statementTimeoutMs: 600_000 });
   try {
@@ -185,7 +217,7 @@ async function measure(datasets: readonly Dataset[], logDir: string, baselineFil
         const random = randoms.get(c)!;
         const which = c.cases[i]!;
         await quiet();
-        return runSlice({ origin: c.server.origin, nextPath: () => which.path(random), connections: which.connections, seconds: sliceSeconds, pid: c.server.child.pid ?? 0 });
+        return runSlice({ origin: c.server.origin, nextPath: () => which.path(random), headers: which.headers, connections: which.connections, seconds: sliceSeconds, pid: c.server.child.pid ?? 0 });
       };
       // An unmeasured second each: this case's code paths and, for search, its kept documents.
       for (const c of contenders) await slice(c, 1);
@@ -222,7 +254,7 @@ const quietLimitMs = 30_000;
  * stopped may still have statements running and queued: the baseline's search at a million works
  * keeps PostgreSQL busy for seconds after its slice, which would fall on the next server's.
  */
-async function watchStatements(databases: string[]): Promise<(() => Promise<void>) & { end: () => Promise<void> }> {
+export async function watchStatements(databases: string[]): Promise<(() => Promise<void>) & { end: () => Promise<void> }> {
   const admin = new pg.Client({ connectionString: Object.assign(new URL(databaseUrl), { pathname: '/postgres' }).href });
   await admin.connect();
   const wait = async () => {
@@ -271,7 +303,10 @@ async function main(): Promise<void> {
   console.log(`bench: wrote bench/results.md (${minutes} min)`);
 }
 
-main().catch((err: unknown) => {
-  console.error(`bench: ${err instanceof Error ? err.message : String(err)}`);
-  process.exit(1);
-});
+// Run, not imported (bench/search.ts uses its parts).
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((err: unknown) => {
+    console.error(`bench: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  });
+}

@@ -9,6 +9,12 @@ export interface Config {
   /** PostgreSQL connection string; null means the embedded PGlite in dataDir. */
   databaseUrl: string | null;
   dataDir: string;
+  /** Uploaded person pictures, served at /bilder/ (content-hash names). */
+  picturesDir: string;
+  /** Largest picture upload in bytes (413 beyond). */
+  pictureMaxBytes: number;
+  /** Largest picture in pixels, width times height: a small file may unpack to gigabytes (422 beyond). */
+  pictureMaxPixels: number;
   /** Load the demo persons into an empty database on start. */
   demoData: boolean;
   /** Fixed origin (and optional path prefix) for absolute links, e.g. https://example.org */
@@ -49,6 +55,13 @@ export interface Config {
   dbPipelineConnections: number;
   /** Milliseconds a database statement may run before it is cancelled. */
   statementTimeoutMs: number;
+  /** Search (docs/interface.md, Search): hits of each kind taken from the index, its time-out, its share of connections. */
+  searchMaxHits: number;
+  searchTimeoutMs: number;
+  searchConcurrency: number;
+  searchWaitMs: number;
+  /** Views, tabs and scopes of other Primo installations, mapped to ours: 01XYZ_INST:MAIN=druck. */
+  searchViewAliases: Record<string, string>;
   /** Milliseconds a request waits for a database connection before it is answered 503. */
   dbConnectTimeoutMs: number;
   /** Milliseconds a change whose COMMIT got no answer keeps asking whether it committed. */
@@ -75,6 +88,9 @@ export function readConfig(env: Env = process.env): Config {
     host: env.HOST ?? '127.0.0.1',
     databaseUrl,
     dataDir: path.resolve(projectRoot, env.DATA_DIR ?? 'data'),
+    picturesDir: path.resolve(projectRoot, env.PICTURES_DIR ?? path.join(env.DATA_DIR ?? 'data', 'bilder')),
+    pictureMaxBytes: readInteger(env, 'PICTURE_MAX_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    pictureMaxPixels: readInteger(env, 'PICTURE_MAX_PIXELS', 50_000_000, 10_000, 1_000_000_000),
     demoData: readBoolean(env, 'DEMO_DATA', databaseUrl === null),
     baseUrl: readBaseUrl(env.BASE_URL),
     allowedHosts: (env.ALLOWED_HOSTS ?? 'localhost,127.0.0.1,[::1]')
@@ -104,6 +120,12 @@ export function readConfig(env: Env = process.env): Config {
     dbPoolMax: readInteger(env, 'DB_POOL_MAX', 10, 1, 1000),
     dbPipelineConnections: readInteger(env, 'DB_PIPELINE_CONNECTIONS', 2, 0, 64),
     statementTimeoutMs: readInteger(env, 'STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
+    searchMaxHits: readInteger(env, 'SEARCH_MAX_HITS', 1000, 10, 100_000),
+    searchTimeoutMs: readInteger(env, 'SEARCH_TIMEOUT_MS', 250, 50, 600_000),
+    // A third of the pool by default: the rest stays for person pages, lists and logins.
+    searchConcurrency: readInteger(env, 'SEARCH_CONCURRENCY', Math.max(1, Math.floor(readInteger(env, 'DB_POOL_MAX', 10, 1, 1000) / 3)), 1, 1000),
+    searchWaitMs: readInteger(env, 'SEARCH_WAIT_MS', 5000, 0, 600_000),
+    searchViewAliases: readAliases(env.SEARCH_VIEW_ALIASES ?? ''),
     dbConnectTimeoutMs: readInteger(env, 'DB_CONNECT_TIMEOUT_MS', 3000, 100, 60_000),
     dbOutcomeTimeoutMs: readInteger(env, 'DB_OUTCOME_TIMEOUT_MS', 10_000, 0, 600_000),
     proxyTimeoutMs: readInteger(env, 'PROXY_TIMEOUT_MS', 30_000, 100, 600_000),
@@ -113,6 +135,17 @@ export function readConfig(env: Env = process.env): Config {
 /** Connection URLs separated by commas; a comma inside one (several hosts: postgres://h1,h2/db) stays. */
 function readUrls(raw: string): string[] {
   return raw.split(/,(?=\s*postgres(?:ql)?:\/\/)/).map((url) => url.trim()).filter(Boolean);
+}
+
+/** name=value pairs separated by commas or spaces; a name may hold colons (01XYZ_INST:MAIN=druck). */
+function readAliases(raw: string): Record<string, string> {
+  const aliases: Record<string, string> = {};
+  for (const pair of readList(raw)) {
+    const at = pair.lastIndexOf('=');
+    if (at <= 0 || at === pair.length - 1) throw new Error(`SEARCH_VIEW_ALIASES: "${pair}" is not name=value; e.g. 01XYZ_INST:MAIN=portfolio.`);
+    aliases[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return aliases;
 }
 
 function readList(raw: string): string[] {

@@ -2,9 +2,9 @@
 // librarians may read it; everyone else gets 403, and an unknown id is 404 for a librarian only,
 // so nobody else learns which ids exist (docs/interface.md, Who may read a loan list). A
 // librarian POSTs here to lend a work to the user (201 with the loan's Location).
-import type { Document, Failure, FormField, Identity, LinkFn, Outcome, ScriptRequest } from '../lib/page/index.ts';
+import type { Document, Failure, FormField, Identity, LendCandidate, LinkFn, Outcome, ScriptRequest } from '../lib/page/index.ts';
 import {
-  change, findAccount, HttpError, lend, librariansOnly, loanFields, loanView, mayReadLoans, pageLinks, pagingOf, readId, readLoan, readNonNegativeInteger,
+  change, findAccount, findWorksToLend, HttpError, lend, librariansOnly, loanFields, loanView, mayReadLoans, pageLinks, pagingOf, readId, readLoan, readNonNegativeInteger,
   rejectInvalid, requireLogin,
 } from '../lib/page/index.ts';
 
@@ -29,7 +29,11 @@ export interface LoanList {
   next: number | null;
   loans: Loan[];
   /** The lend form and the return buttons, for a librarian with a session; null for everyone else. */
-  manage: { csrfToken: string; fields: FormField[]; message: string | null } | null;
+  manage: {
+    csrfToken: string; fields: FormField[]; message: string | null;
+    /** The search step (?suche=…): works by title or creator to lend with one button each. */
+    search: { term: string; werke: LendCandidate[] } | null;
+  } | null;
 }
 
 export async function GET(req: ScriptRequest): Promise<Document<LoanList>> {
@@ -104,7 +108,9 @@ async function lendForm(req: ScriptRequest, requester: Identity, failure: Failur
     return null;
   }
   const state = { values: failure ? Object.fromEntries(failure.fields) : {}, errors: failure?.errors ?? [] };
-  return { csrfToken: await req.session.csrfToken(), fields: loanFields(state), message: failure?.message ?? null };
+  const term = (req.query.get('suche') ?? '').trim().slice(0, 200);
+  const search = term === '' || failure ? null : { term, werke: await findWorksToLend(req.db, term) };
+  return { csrfToken: await req.session.csrfToken(), fields: loanFields(state), message: failure?.message ?? null, search };
 }
 
 async function countLoans({ db }: ScriptRequest, uid: number): Promise<number> {

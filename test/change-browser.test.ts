@@ -36,12 +36,12 @@ test('a user edits their name, adds a work, sees it on their page, and keeps the
   const context = await browser.newContext();
   const page = await context.newPage();
 
-  // From the public page to the edit form: 403 with a login link until logged in.
-  await page.goto(`${server.origin}/person/juergen-mueller`);
+  // The edit form: 403 with a login link until logged in; then the public page shows the link.
+  await page.goto(`${server.origin}/person/juergen-mueller/bearbeiten`);
+  assert.equal(await page.textContent('h1'), '403 Forbidden');
+  await logIn(page, 'jmueller', '/person/juergen-mueller');
   await page.click('p.edit a:text("Edit")');
   await page.waitForURL(`${server.origin}/person/juergen-mueller/bearbeiten`);
-  assert.equal(await page.textContent('h1'), '403 Forbidden');
-  await logIn(page, 'jmueller', '/person/juergen-mueller/bearbeiten');
   assert.equal(await page.textContent('h1'), 'Edit Jürgen Müller');
 
   // Edit the name: 303 to the person's new address; the old one leads there.
@@ -89,7 +89,7 @@ test('a librarian lends a work and the user\'s loan list shows it', { skip, time
   await logIn(page, 'bibliothek', '/entlehnte/4');
   assert.equal(await page.textContent('h1'), 'Loans of aschaefer');
   await page.fill('#feld-werk', `${server.origin}/werk/40`);
-  await Promise.all([page.waitForURL(`${server.origin}/entlehnte/4`), page.click('section.lend button[type=submit]')]);
+  await Promise.all([page.waitForURL(`${server.origin}/entlehnte/4`), page.click('section.lend form.change button[type=submit]')]);
   const [{ titel }] = await server.db.query<{ titel: string }>('SELECT titel FROM werk WHERE id = 40') as [{ titel: string }];
   assert.deepEqual(await page.$$eval('table.loans tbody td:first-child a', (links) => links.map((a) => a.textContent)), [titel]);
   await librarian.close();

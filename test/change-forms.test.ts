@@ -29,17 +29,17 @@ async function page(path: string, cookie?: string): Promise<{ status: number; ht
 }
 
 describe('where the forms are', () => {
-  test('public pages link to them without reading the session', async () => {
+  test('public pages link to them, hidden until js/site.js shows them, without reading the session', async () => {
     const person = await fetch(`${server.origin}/person/max-muster`);
     assert.equal(person.headers.get('set-cookie'), null);
     const html = await person.text();
-    assert.ok(html.includes('<p class="edit"><a href="person/max-muster/bearbeiten">Edit</a> · <a href="person/max-muster/werke/neu">Add a work</a></p>'));
-    assert.ok((await page('/werk/1')).html.includes('<a href="werk/1/bearbeiten">Edit or delete</a>'));
-    assert.ok((await page('/personen')).html.includes('<a href="personen/neu">New person</a>'));
+    assert.ok(html.includes('<p class="edit" data-may="person/max-muster" hidden><a href="person/max-muster/bearbeiten">Edit</a> · <a href="person/max-muster/bild">Change the picture</a> · <a href="person/max-muster/werke/neu">Add a work</a> · <a href="person/max-muster/loeschen">Delete</a></p>'), html);
+    assert.ok((await page('/werk/1')).html.includes('<p class="edit" data-may="person/max-muster" hidden><a href="werk/1/bearbeiten">Edit</a> · <a href="werk/1/loeschen">Delete</a></p>'));
+    assert.ok((await page('/personen')).html.includes('<p class="edit" data-may="librarian" hidden><a href="personen/neu">New person</a></p>'));
   });
 
   test('the form pages are valid HTML5, for those who may use them; others get 403 with a login link', async () => {
-    for (const [path, cookie] of [['/person/max-muster/bearbeiten', mmuster], ['/person/max-muster/werke/neu', mmuster], ['/werk/1/bearbeiten', mmuster], ['/personen/neu', bibliothek], ['/entlehnte/2', bibliothek]] as const) {
+    for (const [path, cookie] of [['/person/max-muster/bearbeiten', mmuster], ['/person/max-muster/bild', mmuster], ['/person/max-muster/werke/neu', mmuster], ['/werk/1/bearbeiten', mmuster], ['/personen/neu', bibliothek], ['/entlehnte/2', bibliothek]] as const) {
       const { status, html } = await page(path, cookie);
       assert.equal(status, 200, path);
       const report = await validator.validateString(html);

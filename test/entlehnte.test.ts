@@ -143,9 +143,9 @@ describe('representations of a loan list', () => {
     const res = await fetch(`${server.origin}/entlehnte/2`, { headers: { cookie: cookies.mmuster as string } });
     const html = await res.text();
     assert.match(html, /<h1>Loans of mmuster<\/h1>\n<p><a href="person\/max-muster">Max Muster<\/a> has 2 works on loan\.<\/p>/);
-    assert.ok(html.includes(`<td><a href="werk/14">Das Haus am Deich</a></td>`));
-    assert.ok(html.includes(`<td class="overdue"><time datetime="${daysFromToday(-12)}">${daysFromToday(-12)}</time> (overdue)</td>`));
-    assert.ok(html.includes(`<td><a href="werk/7">Über &#34;das&#34; Meer</a></td>`));
+    assert.ok(html.includes(`<td data-label="Work"><a href="werk/14">Das Haus am Deich</a></td>`));
+    assert.ok(html.includes(`<td data-label="Due" class="overdue"><time datetime="${daysFromToday(-12)}">${daysFromToday(-12)}</time> (overdue)</td>`));
+    assert.ok(html.includes(`<td data-label="Work"><a href="werk/7">Über &#34;das&#34; Meer</a></td>`));
   });
 
   test('a returned work is not on the list; a user without loans has an empty one', async () => {

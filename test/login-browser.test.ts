@@ -55,12 +55,16 @@ test('logs in through the form, sees its loan list, logs out and is refused the 
   });
   assert.equal(await page.evaluate('document.cookie'), '', 'scripts on the page cannot read the session cookie');
 
-  // The work links lead to public documents, which the session does not follow.
+  // The work links lead to public documents, the same bytes for everyone: their header shows the
+  // user from me.json.
   await page.click('table.loans a[href="werk/7"]');
   await page.waitForURL(`${server.origin}/werk/7`);
-  assert.equal(await page.textContent('header a.login'), 'Log in');
+  await page.waitForSelector('header .account', { state: 'visible' });
+  assert.equal((await page.textContent('header .account summary'))?.trim(), 'Logged in as mmuster');
+  assert.equal(await page.isVisible('header a.login'), false);
   await page.goBack();
 
+  await page.click('header .account summary');
   await Promise.all([page.waitForURL(`${server.origin}/login?logged_out=1`), page.click('header .account button[type=submit]')]);
   assert.equal((await page.textContent('p.notice'))?.trim(), 'You have logged out.');
   seenLinks.push(...(await linksOnPage()));

@@ -35,7 +35,8 @@ function relations(link: string): Map<string, string> {
 
 describe('paging links', () => {
   test('a search page names the first, previous, next and last pages in its own representation', async () => {
-    const q = 'query=any,contains,e&tab=default_tab&search_scope=default_scope&vid=portfolio';
+    await server.db.query(`INSERT INTO werk (person_id, titel) SELECT 1, 'Linkstudie ' || g FROM generate_series(1, 35) AS g`);
+    const q = 'query=any,contains,linkstudie&tab=default_tab&search_scope=default_scope&vid=portfolio';
     const page = await get(`/search.json?${q}&offset=10`);
     assert.equal(page.status, 200);
     const total = JSON.parse(page.body).total as number;
@@ -52,6 +53,7 @@ describe('paging links', () => {
     const first = relations((await get(`/search?${q}`, { accept: 'application/json' })).link);
     assert.equal(first.has('prev'), false);
     assert.equal(first.get('next'), `${server.origin}/search?${q}&offset=10`);
+    await server.db.query(`DELETE FROM werk WHERE titel LIKE 'Linkstudie %'`);
   });
 
   test('the person list and a loan list have them; a single document has none', async () => {

@@ -71,9 +71,15 @@ export function createBodyReader(req: IncomingMessage): BodyReader {
   };
 }
 
-/** A body declared larger than any script reads is refused before a byte of it is read. */
-export function refuseLargeBody(req: IncomingMessage): void {
-  if (Number(req.headers['content-length'] ?? 0) > maxBodyBytes) throw tooLarge();
+/**
+ * A body declared larger than any script reads is refused before a byte of it is read; an upload
+ * (multipart/form-data or a picture's bytes, lib/http/upload.ts) may take up to uploadMaxBytes.
+ */
+export function refuseLargeBody(req: IncomingMessage, uploadMaxBytes = 0): void {
+  const [mediaType] = parseContentType(req.headers['content-type']);
+  const upload = mediaType === 'multipart/form-data' || mediaType.startsWith('image/');
+  const limit = upload ? Math.max(maxBodyBytes, uploadMaxBytes + 64 * 1024) : maxBodyBytes;
+  if (Number(req.headers['content-length'] ?? 0) > limit) throw upload ? new HttpError(413, `The upload is larger than ${Math.round(uploadMaxBytes / 1024 / 1024)} MiB.`, { headers: { connection: 'close' } }) : tooLarge();
 }
 
 function parseBody(type: BodyType, text: string): Body {

@@ -4,7 +4,7 @@
 // a browser's stored credentials. A form gets 303 to the result, an API client the document.
 import type { Identity } from '../auth/index.ts';
 import type { Queryable } from '../db/index.ts';
-import type { Body } from '../http/index.ts';
+import type { Body, Upload } from '../http/index.ts';
 import { hasBody, HttpError, NoContent, Redirect } from '../http/index.ts';
 import type { Failure } from './form.ts';
 import { failureOf } from './form.ts';
@@ -53,22 +53,53 @@ export async function change(req: ScriptRequest, options: ChangeOptions, run: (c
   }
 }
 
+/**
+ * Runs a change that brings a file (a picture): like change, but the body is an upload. Who is
+ * asking is checked before a byte is read, the CSRF token once the form's fields are in; the
+ * temporary file is removed afterwards, whatever happened. A browser gets 303, an API client the document.
+ */
+export async function changeWithUpload(req: ScriptRequest, options: Pick<ChangeOptions, 'back'>, run: (c: { requester: Identity; upload: Upload }) => Promise<Changed>): Promise<Outcome> {
+  const requester = await loggedIn(req, options.back);
+  const upload = await req.upload();
+  try {
+    if (requester.via === 'basic' && upload.form) {
+      throw new HttpError(415, 'With HTTP Basic credentials send the picture itself as image/jpeg, image/png or image/webp; HTML forms need a login session and its CSRF token.');
+    }
+    await checkToken(req, requester, upload.form ? upload.fields : null);
+    const { then, document } = await run({ requester, upload }).catch((err: unknown) => {
+      throw withLogin(err, options.back);
+    });
+    if (req.format === 'html') return new Redirect(then, 303);
+    return document ? { ...document, private: true } : new NoContent();
+  } finally {
+    await upload.discard();
+  }
+}
+
 async function beginChange(req: ScriptRequest, body: Body | null, back: string): Promise<Identity> {
-  const requester = await requireLogin(req, back, {
-    anonymous: 'Log in to change this: with the login form, or with HTTP Basic credentials and a JSON or XML body.',
-    expired: 'Your session has expired; log in again and repeat the change.',
-  });
+  const requester = await loggedIn(req, back);
   if (requester.via === 'basic' && body?.type === 'form') {
     throw new HttpError(415, 'With HTTP Basic credentials send the body as application/json or application/xml; HTML forms need a login session and its CSRF token.');
   }
-  if (requester.via === 'session') {
-    const header = req.headers['x-csrf-token'];
-    const token = (body?.type === 'form' ? body.fields.get('csrf_token') : null) ?? (typeof header === 'string' ? header : null);
-    if (!(await req.session.checkCsrf(token))) {
-      throw new HttpError(403, 'The CSRF token is missing or wrong: the form has expired or did not come from this site. Reload the form and send it again (API clients: send the token in X-CSRF-Token).');
-    }
-  }
+  await checkToken(req, requester, body?.type === 'form' ? body.fields : null);
   return requester;
+}
+
+function loggedIn(req: ScriptRequest, back: string): Promise<Identity> {
+  return requireLogin(req, back, {
+    anonymous: 'Log in to change this: with the login form, or with HTTP Basic credentials and a JSON or XML body.',
+    expired: 'Your session has expired; log in again and repeat the change.',
+  });
+}
+
+/** A change with the session cookie carries the session's CSRF token: the form field csrf_token, or the header X-CSRF-Token. */
+async function checkToken(req: ScriptRequest, requester: Identity, fields: URLSearchParams | null): Promise<void> {
+  if (requester.via !== 'session') return;
+  const header = req.headers['x-csrf-token'];
+  const token = fields?.get('csrf_token') ?? (typeof header === 'string' ? header : null);
+  if (!(await req.session.checkCsrf(token))) {
+    throw new HttpError(403, 'The CSRF token is missing or wrong: the form has expired or did not come from this site. Reload the form and send it again (API clients: send the token in X-CSRF-Token).');
+  }
 }
 
 /** Librarians change every person; a user only the person of their account. */

@@ -18,6 +18,8 @@ export interface FormField {
   /** The message beside the field after a failed submission. */
   error: string | null;
   hint?: string;
+  /** Works to pick, suggested by public/js/site.js as the field is typed in (a datalist). */
+  suggest?: 'werk';
 }
 
 export interface FormPage {
@@ -25,7 +27,9 @@ export interface FormPage {
   /** Where the form posts, relative to <base href>: person/max-muster. */
   action: string;
   /** PUT and DELETE travel as a hidden _method. */
-  method: 'POST' | 'PUT';
+  method: 'POST' | 'PUT' | 'DELETE';
+  /** What the form does, above it: a confirmation page says what will be deleted. */
+  lead?: string;
   submit: string;
   fields: FormField[];
   csrfToken: string | null;
@@ -34,8 +38,8 @@ export interface FormPage {
   /** login?back=… when the requester must log in (again) first. */
   login: string | null;
   cancel: { href: string; label: string };
-  /** The delete button of an edit form, posting _method=DELETE. */
-  remove: { action: string; label: string } | null;
+  /** An edit form's link to the page that confirms the delete (person/max-muster/loeschen). */
+  remove: { href: string; label: string } | null;
 }
 
 /** What a form shows besides its fields' definitions: the values, the messages, the token. */
@@ -69,9 +73,9 @@ export async function failureOf(req: ScriptRequest, err: unknown): Promise<Failu
 
 /** A field of a form, filled from its state: the value (stored or just typed) and its message. */
 export function fieldOf(state: Pick<FormState, 'values' | 'errors'>, spec: Omit<FormField, 'value' | 'error'>): FormField {
-  const { hint, ...field } = spec;
+  const { hint, suggest, ...field } = spec;
   const error = state.errors.find((e) => e.field === spec.name)?.message ?? null;
-  return { ...field, value: state.values[spec.name] ?? '', error, ...(hint ? { hint } : {}) };
+  return { ...field, value: state.values[spec.name] ?? '', error, ...(hint ? { hint } : {}), ...(suggest ? { suggest } : {}) };
 }
 
 /** What every form page takes from its state besides the fields. */

@@ -1,27 +1,30 @@
 // The page room: the one module a handler script in scripts/ may import (the loader hands every
 // script this very instance): what a script receives and returns, the nouns person, werk and loan
 // with their stores, forms, and the rules of changing data.
-// May import: auth, db, http.
+// May import: auth, db, http, search.
 export type { Account, Identity } from '../auth/index.ts';
 export { findAccount } from '../auth/index.ts';
 export type { Db, Queryable } from '../db/index.ts';
 export type { FieldError, Format } from '../http/index.ts';
 export { HttpError, NoContent, Redirect, Streamed } from '../http/index.ts';
-export { change, librariansOnly, mayChangePerson, notYours } from './change.ts';
+export { change, changeWithUpload, librariansOnly, mayChangePerson, notYours } from './change.ts';
 export type { Failure, FormField, FormPage } from './form.ts';
 export { formAgain, formDocument, freshForm, showForm } from './form.ts';
 export type { RawFields } from './input.ts';
 export { rejectInvalid } from './input.ts';
-export type { LoanRecord } from './loan.ts';
-export { findLoan, loanFields, loanJson, loanView, loanXml, mayReadLoans, readLoan } from './loan.ts';
+export type { LendCandidate, LoanRecord } from './loan.ts';
+export { findLoan, findWorksToLend, loanFields, loanJson, loanView, loanXml, mayReadLoans, readLoan } from './loan.ts';
 export { giveBack, lend } from './loan-store.ts';
 export type { Person, PersonKey } from './person.ts';
 export {
   editPersonPage, findPerson, keyPath, newPersonPage, personJson, personValues, personView, personXml, readPerson, readPersonKey, resolvePerson,
 } from './person.ts';
-export { deletePerson, insertPerson, updatePerson } from './person-store.ts';
+export { deletePerson, insertPerson, setPersonImage, updatePerson } from './person-store.ts';
+export type { PictureOptions } from './picture.ts';
+export { pictureWidths, storePicture } from './picture.ts';
 export type { Document, LinkFn, Outcome, Paging, ScriptModule, ScriptRequest } from './request.ts';
 export { buildQuery, clip, loginLink, pageLinks, pagingOf, readId, readNonNegativeInteger, requireLogin } from './request.ts';
 export type { Werk } from './werk.ts';
 export { editWerkPage, findWerk, newWerkPage, readWerk, resolveWerk, werkJson, werkValues, werkView, werkXml } from './werk.ts';
 export { deleteWerk, insertWerk, updateWerk } from './werk-store.ts';
+export * as search from '../search/index.ts';

@@ -43,6 +43,16 @@ export async function updatePerson(db: Db, change: { id: number; input: PersonIn
   }).catch(refusal('The person was not changed'));
 }
 
+/** Sets a person's picture (a path of an uploaded one); returns the person as stored. */
+export async function setPersonImage(db: Db, change: { id: number; image: string; requester: Identity }): Promise<Person> {
+  return db.transaction(async (tx) => {
+    const current = await lockPerson(tx, change.id);
+    if (!(await mayChangePerson(tx, change.requester, change.id))) throw notYours(`${current.vorname} ${current.nachname}`);
+    await tx.query('UPDATE person SET image = $2, updated_at = now() WHERE id = $1', [change.id, change.image]);
+    return (await findPerson(tx, { id: change.id })) as Person;
+  }).catch(refusal('The picture was not changed'));
+}
+
 /** Deletes a person and their works; 409 while one of the works is on loan. */
 export async function deletePerson(db: Db, change: { id: number; requester: Identity }): Promise<void> {
   await db.transaction(async (tx) => {

@@ -176,7 +176,7 @@ export function editPersonPage(path: string, name: string, state: FormState): Fo
   return {
     heading: `Edit ${name}`, action, method: 'PUT', submit: 'Save', fields: personFields(state), ...stateOf(state),
     cancel: { href: action, label: 'Back to the person' },
-    remove: { action, label: 'Delete this person and all their works' },
+    remove: { href: `${action}/loeschen`, label: 'Delete this person and all their works' },
   };
 }
 

@@ -4,8 +4,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Account, Identity, SessionControl } from '../auth/index.ts';
 import type { Db } from '../db/index.ts';
-import type { Body, BodyType, Format, NoContent, Redirect, Streamed } from '../http/index.ts';
+import type { Body, BodyType, Format, NoContent, Redirect, Streamed, Upload } from '../http/index.ts';
 import { HttpError } from '../http/index.ts';
+import type { PictureOptions } from './picture.ts';
+import type { Searcher } from '../search/index.ts';
 
 export interface ScriptRequest {
   /** The method the script runs for: a POST's _method field or X-HTTP-Method-Override decides. */
@@ -32,10 +34,21 @@ export interface ScriptRequest {
   identify(): Promise<Identity | null>;
   /** Checks a login; null (and an error-log line for fail2ban) for an unknown user or a wrong password alike. */
   authenticate(username: string, password: string): Promise<Account | null>;
+  /** The site's search, with its bounds (lib/search). */
+  searcher: Searcher;
+  /** Other Primo installations' views, tabs and scopes, mapped to this site's (SEARCH_VIEW_ALIASES). */
+  searchAliases: Readonly<Record<string, string>>;
   /** Starting and ending the login session, and its CSRF token. */
   session: SessionControl;
   /** The request body, 1 MiB at most, of one of the accepted types (413, 415 otherwise; 400 when malformed). */
   body<T extends BodyType>(accept: readonly T[]): Promise<Extract<Body, { type: T }>>;
+  /**
+   * An uploaded file, read to a temporary file as it arrives (multipart/form-data, or a picture's
+   * bytes): 413 beyond the size limit, 400 when cut off; discard() it when done.
+   */
+  upload(): Promise<Upload>;
+  /** Where uploaded pictures are kept, and their pixel limit (lib/page/picture.ts). */
+  pictures: PictureOptions;
 }
 
 /** A document a script returns: its canonical rewritten path, title and plain data. */

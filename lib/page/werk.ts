@@ -121,7 +121,7 @@ export function editWerkPage(id: number, titel: string, state: FormState): FormP
   return {
     heading: `Edit "${titel}"`, action, method: 'PUT', submit: 'Save', fields: werkFields(state), ...stateOf(state),
     cancel: { href: action, label: 'Back to the work' },
-    remove: { action, label: 'Delete this work' },
+    remove: { href: `${action}/loeschen`, label: 'Delete this work' },
   };
 }
 

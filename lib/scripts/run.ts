@@ -9,11 +9,12 @@ import { projectRoot } from '../config.ts';
 import type { Db, ReadRoute, Replicas } from '../db/index.ts';
 import { DataVersion, failsOnReplica, ResultCache, unknownPosition } from '../db/index.ts';
 import type { BodyReader, Exchange, Format, Target } from '../http/index.ts';
-import { alternatesOf, etagOf, NoContent, Redirect, Streamed } from '../http/index.ts';
+import { alternatesOf, etagOf, NoContent, readUpload, Redirect, Streamed } from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
 import type { Outcome, ScriptModule, ScriptRequest } from '../page/index.ts';
 import type { Produced, Templates } from '../render/index.ts';
 import { renderDocument } from '../render/index.ts';
+import { Searcher } from '../search/index.ts';
 import { parseStack } from './stack.ts';
 
 interface Run {
@@ -60,7 +61,13 @@ export class ScriptRunner {
    */
   private readonly kept = new Map<Db, Kept>();
 
-  constructor(private readonly parts: RunnerParts) {}
+  /** One per process: its share of connections is counted across all requests. */
+  private readonly searcher: Searcher;
+
+  constructor(private readonly parts: RunnerParts) {
+    const { config } = parts;
+    this.searcher = new Searcher({ cap: config.searchMaxHits, timeoutMs: config.searchTimeoutMs, concurrency: config.searchConcurrency, waitMs: config.searchWaitMs });
+  }
 
   async run(ex: Exchange, run: Run): Promise<Produced> {
     const { config, templates, reads } = this.parts;
@@ -91,6 +98,8 @@ export class ScriptRunner {
       headers: ex.req.headers,
       db,
       link: target.link,
+      searcher: this.searcher,
+      searchAliases: config.searchViewAliases,
       warn: (message) => {
         warnings.push(message);
         this.warn(ex, message);
@@ -103,6 +112,8 @@ export class ScriptRunner {
       authenticate: (username, password) => (cacheable ? refuse() : requester.authenticate(username, password)),
       session: cacheable ? refusingSession(refuse) : requester.session,
       body: run.body,
+      upload: () => readUpload(ex.req, { dir: config.picturesDir, maxBytes: config.pictureMaxBytes }),
+      pictures: { dir: config.picturesDir, maxPixels: config.pictureMaxPixels, maxBytes: config.pictureMaxBytes },
     };
     const produce = async (): Promise<Produced> => {
       let outcome;

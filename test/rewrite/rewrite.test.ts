@@ -494,6 +494,7 @@ describe('rewrite-rules.json: every URL of docs/interface.md', () => {
   const scriptNames = new Set([
     'index', 'personen', 'person', 'werk', 'search', 'entlehnte', 'login', 'logout',
     'person-neu', 'person-bearbeiten', 'person-werke', 'werk-neu', 'werk-bearbeiten', 'entlehnung', 'feed', 'sitemap', 'robots', 'openapi',
+    'me', 'person-loeschen', 'werk-loeschen', 'person-bild',
   ]);
   const tableFile = fileURLToPath(new URL('../../rewrite-rules.json', import.meta.url));
   const loaded = loadRules(tableFile, { scriptExists: (name) => scriptNames.has(name) });
@@ -528,6 +529,13 @@ describe('rewrite-rules.json: every URL of docs/interface.md', () => {
     ['/sitemap?werke=2', { kind: 'pass', path: '/sitemap.php', query: 'werke=2', rule: 24 }],
     ['/robots.txt', { kind: 'pass', path: '/robots.php', query: '', rule: 25 }],
     ['/openapi', { kind: 'pass', path: '/openapi.php', query: '', rule: 26 }],
+    ['/me', { kind: 'pass', path: '/me.php', query: '', rule: 27 }],
+    ['/person/7/loeschen', { kind: 'pass', path: '/person-loeschen.php', query: 'pid=7', rule: 28 }],
+    ['/person/max-muster/loeschen', { kind: 'pass', path: '/person-loeschen.php', query: 'slug=max-muster', rule: 29 }],
+    ['/werk/7/loeschen', { kind: 'pass', path: '/werk-loeschen.php', query: 'id=7', rule: 30 }],
+    ['/person/7/bild', { kind: 'pass', path: '/person-bild.php', query: 'pid=7', rule: 31 }],
+    ['/person/max-muster/bild', { kind: 'pass', path: '/person-bild.php', query: 'slug=max-muster', rule: 32 }],
+    ['/bilder/0123456789abcdef0123456789abcdef-480.webp', { kind: 'pass', path: '/bilder/0123456789abcdef0123456789abcdef-480.webp', query: '', rule: null }],
     ['/person/max-muster/werke/7', { kind: 'pass', path: '/person/max-muster/werke/7', query: '', rule: null }],
     ['/entlehnte/3/abc', { kind: 'pass', path: '/entlehnte/3/abc', query: '', rule: null }],
     ['/personen/', { kind: 'redirect', status: 301, location: '/personen', rule: 1 }],
