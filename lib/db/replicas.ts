@@ -44,7 +44,7 @@ export interface ReadRoute {
   readonly server: Db;
   /** Moves the rest of the request to the primary. */
   fallBack(): void;
-  /** Whether some statements went to the replica and later ones to the primary. */
+  /** Whether the request's statements went to more than one server: its results are not kept. */
   readonly mixed: boolean;
 }
 
@@ -92,7 +92,7 @@ export class Replicas {
   async route(after: bigint): Promise<ReadRoute> {
     const primaryUp = this.primaryFailures < failuresForDown;
     const usable = this.replicas.filter((r) => r.replayed !== null && r.lagMs <= this.options.maxLagMs);
-    if (usable.length === 0 || (after === unknownPosition && primaryUp)) return this.onPrimary();
+    if (usable.length === 0 || (after === unknownPosition && primaryUp)) return this.onPrimary(after);
     const first = this.next++ % usable.length;
     const ordered = [...usable.slice(first), ...usable.slice(0, first)];
     const ready = ordered.find((r) => (r.replayed as bigint) >= after);
@@ -106,12 +106,17 @@ export class Replicas {
       const replayed = await Promise.race([this.ask(candidate), sleep(Math.max(0, deadline - performance.now())).then(() => null)]);
       if (replayed !== null && replayed >= after) return this.onReplica(candidate);
     }
-    return this.onPrimary();
+    return this.onPrimary(after);
   }
 
-  /** The primary's WAL position now: past every change committed before the call. */
+  /**
+   * The primary's WAL position now: past every change committed before the call, since a commit
+   * returns once its WAL is flushed (synchronous_commit on, the default). The flushed position,
+   * not the insert position: WAL inserted but not flushed may never reach a standby if the primary
+   * dies, and a mark past it would send the client's reads nowhere.
+   */
   async position(): Promise<bigint> {
-    const [row] = await this.options.primary.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn', [], { pipeline: true });
+    const [row] = await this.options.primary.query<{ lsn: string }>('SELECT pg_current_wal_flush_lsn()::text AS lsn', [], { pipeline: true });
     return parseLsn(row?.lsn ?? '0/0');
   }
 
@@ -125,9 +130,38 @@ export class Replicas {
     await Promise.all(this.replicas.map((r) => r.db.close()));
   }
 
-  private onPrimary(): ReadRoute {
+  /**
+   * The primary, with a way out: a statement the primary cannot answer (it is gone, and the polls
+   * have not counted it down yet) goes to a replica within the lag, one that has replayed `after`
+   * if there is one, as it would once the primary counts as down. The request's results are then
+   * not kept (the route is mixed).
+   */
+  private onPrimary(after: bigint): ReadRoute {
     const { primary } = this.options;
-    return { db: primary, server: primary, fallBack: () => undefined, mixed: false };
+    let used = false;
+    const db: Db = {
+      kind: 'postgres',
+      query: async <R>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<R[]> => {
+        try {
+          return await primary.query<R>(sql, params, options);
+        } catch (err) {
+          const usable = failsOnReplica(err) && codeOf(err) !== '40001'
+            ? this.replicas.filter((r) => r.replayed !== null && r.lagMs <= this.options.maxLagMs)
+            : [];
+          const replica = usable.find((r) => (r.replayed as bigint) >= after) ?? usable[0];
+          if (!replica) throw err;
+          const rows = await replica.db.query<R>(sql, params, options);
+          used = true;
+          replica.reads++;
+          return rows;
+        }
+      },
+      exec: (sql) => primary.exec(sql),
+      transaction: (fn) => primary.transaction(fn),
+      stats: () => primary.stats(),
+      close: async () => undefined,
+    };
+    return { db, server: primary, fallBack: () => undefined, get mixed() { return used; } };
   }
 
   private onReplica(replica: Replica): ReadRoute {

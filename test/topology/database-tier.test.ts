@@ -97,9 +97,13 @@ async function asLibrarian(who: Librarian, origin: string, method: string, path:
   return { status: res.status, body: await res.text(), location: res.headers.get('location'), retryAfter: res.headers.get('retry-after') };
 }
 
+/** The first few answers of 5xx to anonymous reads, for the diagnostics of a failing test. */
+const failedReads: string[] = [];
+
 async function anonymous(origin: string, path: string): Promise<number> {
   const res = await fetch(origin + path, { headers: { accept: 'application/json' } });
-  await res.arrayBuffer();
+  const body = await res.text();
+  if (res.status >= 500 && failedReads.length < 5) failedReads.push(`${res.status} ${path} at ${Math.round(performance.now())} ms: ${body.slice(0, 200)}`);
   return res.status;
 }
 
@@ -257,6 +261,7 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
         // Read it back at once from the other instance.
         const read = await asLibrarian(who, readFrom as string, 'GET', `${path}.json`);
         count('read', read.status);
+        if (read.status >= 500 && failedReads.length < 5) failedReads.push(`${read.status} own read ${path}: ${read.body.slice(0, 200)}`);
         if (read.status === 200) {
           ownReads++;
           if (JSON.parse(read.body).titel !== titel) stale.push(`${path}: ${read.body.slice(0, 80)}`);
@@ -294,6 +299,7 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
     t.diagnostic(`own changes read back at once from the other instance: ${ownReads}, stale: ${stale.length}`);
     t.diagnostic(`statements of requests the replica answered before the failover: ${standbyReads}`);
     t.diagnostic(`primary lost → promote: ${Math.round(phase.promotedAt - phase.failoverAt)} ms; promote → first change saved: ${Math.round(phase.firstChangeAfter - phase.promotedAt)} ms`);
+    for (const failed of failedReads) t.diagnostic(`failed read (primary lost at ${Math.round(phase.failoverAt)} ms): ${failed}`);
 
     assert.deepEqual(stale, [], 'every client reads its own changes at once');
     assert.ok(ownReads > 20, `changes were read back (${ownReads})`);
