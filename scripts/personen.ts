@@ -2,8 +2,8 @@
 // neighbouring pages (offset, 0-based). A librarian POSTs here to create a person.
 import type { Document, LinkFn, Outcome, ScriptRequest } from '../lib/page/index.ts';
 import {
-  change, formAgain, formDocument, insertPerson, librariansOnly, newPersonPage, pageLinks, pagingOf, personView, readNonNegativeInteger, readPerson,
-  rejectInvalid,
+  change, formAgain, formDocument, insertPerson, librariansOnly, newPersonPage, pageLinks, pagingOf, personView, pictureIn, readNonNegativeInteger,
+  readPerson, rejectInvalid,
 } from '../lib/page/index.ts';
 
 export interface PersonList {
@@ -12,6 +12,7 @@ export interface PersonList {
   size: number;
   previous: number | null;
   next: number | null;
+  /** image: the small picture the list shows (an uploaded one in its 160 px width). */
   personen: { slug: string; vorname: string; nachname: string; image: string; werke: number }[];
 }
 
@@ -23,7 +24,7 @@ export const cacheable = true;
 export async function GET({ query, db, remember }: ScriptRequest): Promise<Document<PersonList>> {
   const offset = readNonNegativeInteger(query, 'offset', 0);
 
-  const [[count], personen] = await Promise.all([
+  const [[count], rows] = await Promise.all([
     remember('personen:total', () => db.query<{ total: number }>('SELECT count(*)::int AS total FROM person')),
     db.query<PersonList['personen'][number]>(
       `SELECT p.slug, p.vorname, p.nachname, p.image,
@@ -40,7 +41,10 @@ export async function GET({ query, db, remember }: ScriptRequest): Promise<Docum
   return {
     path: pagePath(offset),
     title: offset === 0 ? 'Persons' : `Persons from ${offset + 1}`,
-    data: { total, offset, size: pageSize, ...pageLinks(offset, pageSize, total), personen },
+    data: {
+      total, offset, size: pageSize, ...pageLinks(offset, pageSize, total),
+      personen: rows.map((p) => ({ ...p, image: pictureIn(p.image, 160) })),
+    },
     pages: pagingOf(offset, pageSize, total, pagePath),
   };
 }

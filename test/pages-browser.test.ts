@@ -280,6 +280,13 @@ test('a librarian lends by title: suggestions as they type, or a search step wit
   await page.fill('#feld-werk', suggestion.url);
   await Promise.all([page.waitForURL(`${server.origin}/entlehnte/4`), page.click('section.lend form.change button[type=submit]')]);
   assert.deepEqual(await titles(page), [suggestion.label.replace(/, by .*$/, '')]);
+  // A work on loan is suggested as such.
+  await page.fill('#feld-werk', 'Müller');
+  await page.waitForSelector('#feld-werk-vorschlaege option:has-text("by Jürgen")', { state: 'attached' });
+  const labels = await page.$$eval('#feld-werk-vorschlaege option', (options) => options.map((o) => (o as unknown as { label: string }).label));
+  const marked = labels.find((label) => label.startsWith('Über "das" Meer'));
+  assert.match(marked ?? '', /, by .+ \(on loan to mmuster until [0-9]{4}-[0-9]{2}-[0-9]{2}\)$/, JSON.stringify(labels));
+  assert.ok(labels.some((label) => !label.includes('on loan to')), JSON.stringify(labels));
   await context.close();
 
   const plain = await contextFor('bibliothek', { javaScript: false });

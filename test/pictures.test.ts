@@ -61,6 +61,10 @@ describe('person pictures', () => {
     assert.match(xml, new RegExp(`<image ref="${server.origin}/bilder/${hash}-480\\.webp"/>`));
     const html = await (await fetch(`${server.origin}/person/max-muster`)).text();
     assert.match(html, new RegExp(`<img class="portrait" src="/bilder/${hash}-480\\.webp"`));
+    // The person list shows the small one; a picture given as an address stays as it is.
+    const list = await (await fetch(`${server.origin}/personen`)).text();
+    assert.match(list, new RegExp(`<img src="/bilder/${hash}-160\\.webp" alt="" width="64" height="64">`));
+    assert.doesNotMatch(list, /-480\.webp/);
 
     for (const width of [160, 480]) {
       const picture = await fetch(`${server.origin}/bilder/${hash}-${width}.webp`);

@@ -21,7 +21,7 @@ export {
 } from './person.ts';
 export { deletePerson, insertPerson, setPersonImage, updatePerson } from './person-store.ts';
 export type { PictureOptions } from './picture.ts';
-export { pictureWidths, storePicture } from './picture.ts';
+export { pictureIn, pictureWidths, storePicture } from './picture.ts';
 export type { Document, LinkFn, Outcome, Paging, ScriptModule, ScriptRequest } from './request.ts';
 export { buildQuery, clip, loginLink, pageLinks, pagingOf, readId, readNonNegativeInteger, requireLogin } from './request.ts';
 export type { Werk } from './werk.ts';

@@ -22,6 +22,12 @@ export interface PictureOptions {
 /** The widths the pages use: the person list's small picture and the person page's portrait, both at twice their CSS size. */
 export const pictureWidths = [160, 480] as const;
 
+/** An uploaded picture's address in another of its widths; any other image address as it is. */
+export function pictureIn(image: string, width: (typeof pictureWidths)[number]): string {
+  const uploaded = new RegExp(`^(${picturesPath}[0-9a-f]{32})-[0-9]+\\.webp$`).exec(image);
+  return uploaded ? `${uploaded[1]}-${width}.webp` : image;
+}
+
 // sharp keeps no decoded images between requests: each picture is read once.
 sharp.cache(false);
 

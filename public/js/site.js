@@ -34,28 +34,44 @@ function showUser(user) {
   }
 }
 
-// The lend form: the work's field suggests works by title or creator; a pick puts the work's URL in.
+// The lend form: the work's field suggests works by title or creator, from the same search step
+// the page offers without JavaScript (its "Title or creator" form); a pick puts the work's URL in,
+// and a work on loan says so in its label.
 const werk = document.querySelector('input[data-suggest]');
-if (werk) {
+const find = document.querySelector('form.find');
+if (werk && find) {
   const list = document.getElementById(werk.getAttribute('list'));
   let asked = '';
+  let pause = 0;
   werk.addEventListener('input', () => {
+    clearTimeout(pause);
+    pause = setTimeout(suggest, 150);
+  });
+  function suggest() {
     const term = werk.value.trim();
     if (term.length < 2 || term === asked || /^(https?:|[0-9]+$)/.test(term)) return;
     asked = term;
-    const url = `search.json?query=any,contains,${encodeURIComponent(term)}&search_scope=werke`;
-    fetch(url, { headers: { accept: 'application/json' } })
-      .then((response) => (response.ok ? response.json() : null))
-      .then((result) => {
-        if (!result || term !== asked) return;
-        list.replaceChildren(...suggestionsOf(result).map(({ url, label }) => new Option(label, url)));
+    const url = new URL(find.action);
+    url.searchParams.set('suche', term);
+    fetch(url, { headers: { accept: 'text/html' } })
+      .then((response) => (response.ok ? response.text() : null))
+      .then((html) => {
+        if (html === null || term !== asked) return;
+        const step = new DOMParser().parseFromString(html, 'text/html');
+        list.replaceChildren(...suggestionsOf(step).map(({ url, label }) => new Option(label, url)));
       })
       .catch(() => {});
-  });
+  }
 }
 
-/** The works among a search result, as the URL to lend and "title, by creator". */
-function suggestionsOf(result) {
-  const hits = Array.isArray(result.treffer) ? result.treffer : [];
-  return hits.filter((hit) => hit.typ === 'werk').map((hit) => ({ url: hit.url, label: `${hit.titel}, by ${hit.person.name}` }));
+/** The works the search step lists, as the URL to lend and "title, by creator", with the loan if any. */
+function suggestionsOf(step) {
+  return [...step.querySelectorAll('ul.candidates li')].map((item) => {
+    const link = item.querySelector('a');
+    const titel = link.textContent;
+    const person = item.querySelector('span').textContent.slice(titel.length).replace(/^\s*by\s*/, '');
+    const onLoan = item.querySelector('.onloan');
+    const loan = onLoan ? ` (${onLoan.textContent.replace(/^On loan/, 'on loan')})` : '';
+    return { url: new URL(link.getAttribute('href'), document.baseURI).href, label: `${titel}, by ${person}${loan}` };
+  });
 }
