@@ -6,7 +6,8 @@
 // BENCH_SIZES (default 200000,1000000) works,
 // BENCH_CASES (default all: names, or parts of names, separated by commas, e.g. "person HTML"),
 // BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/portfolio_bench; one database per
-// size, portfolio_bench_200000 and so on, each re-created).
+// size, portfolio_bench_200000 and so on, each re-created), BENCH_REUSE=1 (keep the databases an
+// earlier run generated when they have the size and every migration).
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,6 +30,7 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const slices = Number(process.env.BENCH_SLICES ?? 4);
 const sizes = (process.env.BENCH_SIZES ?? '200000,1000000').split(',').map(Number);
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/portfolio_bench';
+const reuse = process.env.BENCH_REUSE === '1';
 const caseFilter = process.env.BENCH_CASES?.split(',').map((n) => n.trim()).filter(Boolean) ?? [];
 const worksPerPerson = 50;
 const connections = 64;
@@ -285,7 +287,7 @@ async function main(): Promise<void> {
   await buildServer();
   const baselineFile = await buildBaseline();
   const datasets: Dataset[] = [];
-  for (const works of sizes) datasets.push(await prepareDataset(works));
+  for (const works of sizes) datasets.push(await prepareDataset(works, { reuse }));
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-bench-logs-'));
   let rows: Row[];
   try {

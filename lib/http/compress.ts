@@ -44,7 +44,15 @@ const gzipOptions = { level: 6 };
 
 /** On the calling thread: documents are a few KB, cheaper to compress than to hand to the thread pool. */
 export function compressSync(body: Buffer, encoding: Encoding): Buffer {
-  return encoding === 'br' ? brotliCompressSync(body, { ...brotliOptions, params: { ...brotliOptions.params, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } }) : gzipSync(body, gzipOptions);
+  return exact(encoding === 'br' ? brotliCompressSync(body, { ...brotliOptions, params: { ...brotliOptions.params, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } }) : gzipSync(body, gzipOptions));
+}
+
+/**
+ * zlib returns a small result as a view of its 16 KB output chunk: a 2 KB page kept that way holds
+ * 16 KB. What is kept is copied to its own size (docs/performance.md, Compression).
+ */
+function exact(compressed: Buffer): Buffer {
+  return compressed.buffer.byteLength > compressed.length * 2 ? Buffer.from(compressed) : compressed;
 }
 
 const brotliAsync = promisify(brotliCompress);
@@ -52,5 +60,5 @@ const gzipAsync = promisify(gzip);
 
 /** In the thread pool: files of up to a few MB, compressed once and kept. */
 export function compressAsync(body: Buffer, encoding: Encoding): Promise<Buffer> {
-  return encoding === 'br' ? brotliAsync(body, brotliOptions) : gzipAsync(body, gzipOptions);
+  return (encoding === 'br' ? brotliAsync(body, brotliOptions) : gzipAsync(body, gzipOptions)).then(exact);
 }

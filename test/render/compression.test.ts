@@ -6,6 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
+import { compressAsync, compressSync } from '../../lib/http/compress.ts';
 import { createExchange, etagOf, type Target } from '../../lib/http/index.ts';
 import { respond } from '../../lib/render/index.ts';
 import type { TestServer } from '../helpers.ts';
@@ -127,6 +128,19 @@ describe('a kept document', () => {
       assert.deepEqual(brotliDecompressSync((await raw(`${origin}/`, { 'accept-encoding': 'br' })).body), body);
     } finally {
       server.close();
+    }
+  });
+});
+
+describe('compressed bytes kept', () => {
+  test('hold their own size, not zlib\'s 16 KB output chunk', async () => {
+    const page = Buffer.from(`<p>${'Werk und Hafen, '.repeat(300)}</p>`);
+    for (const encoding of ['br', 'gzip'] as const) {
+      for (const compressed of [compressSync(page, encoding), await compressAsync(page, encoding)]) {
+        assert.ok(compressed.length < 1024, `${encoding}: ${compressed.length} bytes`);
+        assert.ok(compressed.buffer.byteLength <= 8192, `${encoding}: ${compressed.length} bytes held in ${compressed.buffer.byteLength}`);
+        assert.deepEqual(encoding === 'br' ? brotliDecompressSync(compressed) : gunzipSync(compressed), page);
+      }
     }
   });
 });
