@@ -6,7 +6,9 @@
 // Two styles (BASELINE_STYLE): `strong` (the default) is what a skilled developer would write for
 // speed, one prepared statement per person page (the person and their works in one join);
 // `reference` is the first yardstick, two unprepared statements per page, kept so that figures
-// measured against it can still be compared.
+// measured against it can still be compared. BASELINE_WORKERS=2 runs it as a plain node:cluster
+// (the primary hands connections to the workers in turn), against the product's WEB_CONCURRENCY=2.
+import cluster from 'node:cluster';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -174,7 +176,15 @@ async function searchJson(query: QueryFn, condition: string, origin: string): Pr
   }, null, 2) + '\n';
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+const workers = Number(process.env.BASELINE_WORKERS ?? 1);
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url) && workers > 1 && cluster.isPrimary) {
+  cluster.schedulingPolicy = cluster.SCHED_RR;
+  for (let i = 0; i < workers; i++) cluster.fork();
+  process.on('SIGTERM', () => {
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.kill('SIGTERM');
+    process.exit(0);
+  });
+} else if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const style = process.env.BASELINE_STYLE === 'reference' ? 'reference' : 'strong';
   const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
   const query: QueryFn = async (sql, params, name) => (await pool.query(name ? { name, text: sql, values: params } : { text: sql, values: params })).rows;

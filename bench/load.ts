@@ -8,12 +8,14 @@ import autocannon from 'autocannon';
 export interface LoadOptions {
   origin: string;
   /** The path of the next request, e.g. a random person. */
-  nextPath: () => string;
+  nextPath?: () => string;
   /** Headers of every request, e.g. Accept-Encoding. */
   headers?: Record<string, string>;
+  /** Instead of nextPath: the next request whole, for a mix of reads and changes. */
+  nextRequest?: () => { method: string; path: string; headers?: Record<string, string>; body?: string };
   connections: number;
   seconds: number;
-  /** Process whose memory is sampled. */
+  /** Process whose memory is sampled: the largest of it and its children (a cluster's workers). */
   pid: number;
 }
 
@@ -27,6 +29,8 @@ export interface LoadResult {
   errors: number;
   non2xx: number;
   peakRssMb: number;
+  /** Answers by status code. */
+  statuses: Record<string, number>;
 }
 
 /** One slice as autocannon reports it with skipAggregateResult (its histograms still encoded). */
@@ -44,15 +48,25 @@ const { aggregateResult } = autocannon as unknown as {
 
 /** One run, not yet aggregated, with the server's peak RSS during it. */
 export async function runSlice(options: LoadOptions): Promise<Slice> {
-  let peakRssKb = readRssKb(options.pid);
-  const sampler = setInterval(() => { peakRssKb = Math.max(peakRssKb, readRssKb(options.pid)); }, 100);
+  let peakRssKb = readLargestRssKb(options.pid);
+  const sampler = setInterval(() => { peakRssKb = Math.max(peakRssKb, readLargestRssKb(options.pid)); }, 100);
+  const { nextPath } = options;
+  type Next = ReturnType<NonNullable<LoadOptions['nextRequest']>>;
+  const next: (() => Next) | null = options.nextRequest ?? (nextPath ? () => ({ method: 'GET', path: nextPath() }) : null);
+  if (!next) throw new Error('runSlice needs nextPath or nextRequest');
   try {
     const raw = await autocannon({
       url: options.origin,
       connections: options.connections,
       duration: options.seconds,
       skipAggregateResult: true,
-      requests: [{ method: 'GET', headers: options.headers, setupRequest: (request) => ({ ...request, path: options.nextPath() }) }],
+      requests: [{
+        method: 'GET', headers: options.headers,
+        setupRequest: (request: autocannon.Request) => {
+          const { headers, ...rest } = next();
+          return { ...request, ...rest, headers: { ...request.headers, ...headers } } as autocannon.Request;
+        },
+      }],
     }) as unknown as Slice['raw'];
     return { raw, origin: options.origin, connections: options.connections, peakRssKb };
   } finally {
@@ -79,6 +93,7 @@ export function combine(slices: readonly Slice[]): LoadResult {
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
     peakRssMb: Math.max(...slices.map((s) => s.peakRssKb)) / 1024,
+    statuses: Object.fromEntries(Object.entries((result as unknown as { statusCodeStats: Record<string, { count: number }> }).statusCodeStats ?? {}).map(([code, { count }]) => [code, count])),
   };
 }
 
@@ -89,6 +104,17 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
 /** VmRSS of a process in kB; 0 once it is gone. */
 export function readRssKb(pid: number): number {
   return readMemoryKb(pid).rss;
+}
+
+/** The largest VmRSS among a process and its children, in kB: a cluster's largest worker. */
+export function readLargestRssKb(pid: number): number {
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    // Gone, or a kernel without the file: the process alone.
+  }
+  return Math.max(readRssKb(pid), ...children.map(readRssKb));
 }
 
 /**
