@@ -6,7 +6,6 @@
 import { randomBytes } from 'node:crypto';
 import { open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import sharp from 'sharp';
 import type { Upload } from '../http/index.ts';
 import { HttpError, picturesPath } from '../http/index.ts';
 
@@ -28,8 +27,21 @@ export function pictureIn(image: string, width: (typeof pictureWidths)[number]):
   return uploaded ? `${uploaded[1]}-${width}.webp` : image;
 }
 
-// sharp keeps no decoded images between requests: each picture is read once.
-sharp.cache(false);
+type Sharp = typeof import('sharp')['default'];
+let loading: Promise<Sharp> | null = null;
+
+/**
+ * sharp, loaded with the first upload: its libvips is about 6 MB resident, which every worker
+ * would carry from its start for something most of them never do (docs/performance.md, Memory).
+ * It keeps no decoded images between requests: each picture is read once.
+ */
+function loadSharp(): Promise<Sharp> {
+  loading ??= import('sharp').then(({ default: sharp }) => {
+    sharp.cache(false);
+    return sharp;
+  });
+  return loading;
+}
 
 type Format = 'jpeg' | 'png' | 'webp';
 
@@ -49,6 +61,7 @@ export async function storePicture(upload: Upload, options: PictureOptions): Pro
   if (!file || file.bytes === 0) throw new HttpError(422, 'No picture came with the request: choose a JPEG, PNG or WebP file.', { errors: [{ field: 'bild', message: 'Choose a file.' }] });
   const format = formatOf(await readHead(file.path));
   if (!format) throw new HttpError(415, notAPicture);
+  const sharp = await loadSharp();
   const input = () => sharp(file.path, { limitInputPixels: options.maxPixels, failOn: 'error' });
   // The header alone, which says the size without decoding a pixel; the decoding below keeps the limit too.
   const meta = await sharp(file.path, { limitInputPixels: false }).metadata().catch(() => null);
