@@ -24,9 +24,12 @@ export interface RateResult {
   opening: number[];
   errors: number;
   non2xx: number;
-  /** Requests answered per second of the run, waiting for the last ones included. */
+  /** Requests answered (any status) per second of the run, waiting for the last ones included. */
   achieved: number;
 }
+
+/** The connections each agent has used, so that a kept one does not count as opened again. */
+const usedSockets = new WeakMap<http.Agent, WeakSet<object>>();
 
 /** Requests still unanswered this long after the run's last was due are counted as errors. */
 const graceMs = 30_000;
@@ -37,7 +40,8 @@ export function runAtRate(options: RateOptions): Promise<RateResult> {
   const interval = 1000 / options.rate;
   const latencies: number[] = [];
   const opening: number[] = [];
-  const used = new WeakSet<object>();
+  const used = usedSockets.get(agent) ?? new WeakSet<object>();
+  usedSockets.set(agent, used);
   let errors = 0;
   let non2xx = 0;
   let sent = 0;
@@ -52,7 +56,7 @@ export function runAtRate(options: RateOptions): Promise<RateResult> {
       clearTimeout(deadline);
       if (!options.agent) agent.destroy();
       errors += total - settled;
-      resolve({ latencies, opening, errors, non2xx, achieved: settled / ((performance.now() - started) / 1000) });
+      resolve({ latencies, opening, errors, non2xx, achieved: latencies.length / ((performance.now() - started) / 1000) });
     };
     const settle = () => {
       settled++;

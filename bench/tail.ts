@@ -45,7 +45,7 @@ function startNeighbour(ms: number): () => Promise<void> {
     for (let i = 0; i < 2; i++) new Worker(code, { eval: true });`;
   const child = spawn(process.execPath, ['-e', script], { stdio: 'ignore' });
   return () => new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
     child.once('exit', () => resolve());
     child.kill('SIGKILL');
   });

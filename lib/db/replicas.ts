@@ -112,8 +112,9 @@ export class Replicas {
   /**
    * The primary's WAL position now: past every change committed before the call, since a commit
    * returns once its WAL is flushed (synchronous_commit on, the default). The flushed position,
-   * not the insert position: WAL inserted but not flushed may never reach a standby if the primary
-   * dies, and a mark past it would send the client's reads nowhere.
+   * not the insert position: the insert position also covers WAL of transactions under way that
+   * is not flushed yet, which a standby cannot have, so a mark there could be out of every
+   * replica's reach for as long as the primary is gone.
    */
   async position(): Promise<bigint> {
     const [row] = await this.options.primary.query<{ lsn: string }>('SELECT pg_current_wal_flush_lsn()::text AS lsn', [], { pipeline: true });
@@ -131,37 +132,43 @@ export class Replicas {
   }
 
   /**
-   * The primary, with a way out: a statement the primary cannot answer (it is gone, and the polls
-   * have not counted it down yet) goes to a replica within the lag, one that has replayed `after`
-   * if there is one, as it would once the primary counts as down. The request's results are then
-   * not kept (the route is mixed).
+   * The primary, with a way out: a statement the primary cannot answer goes to a replica within
+   * the lag. If the primary is gone (and the polls have not counted it down yet), any such
+   * replica, one that has replayed `after` first, as once they do; if it is there but has no
+   * connection to spare, only one that has replayed `after`, so that the client still sees its
+   * own change. Else the failure stands. The rest of the request follows it there, and its
+   * results are not kept (mixed).
    */
   private onPrimary(after: bigint): ReadRoute {
     const { primary } = this.options;
-    let used = false;
+    let replica: Replica | null = null;
     const db: Db = {
       kind: 'postgres',
       query: async <R>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<R[]> => {
-        try {
-          return await primary.query<R>(sql, params, options);
-        } catch (err) {
-          const usable = failsOnReplica(err) && codeOf(err) !== '40001'
-            ? this.replicas.filter((r) => r.replayed !== null && r.lagMs <= this.options.maxLagMs)
-            : [];
-          const replica = usable.find((r) => (r.replayed as bigint) >= after) ?? usable[0];
-          if (!replica) throw err;
-          const rows = await replica.db.query<R>(sql, params, options);
-          used = true;
-          replica.reads++;
-          return rows;
+        if (!replica) {
+          try {
+            return await primary.query<R>(sql, params, options);
+          } catch (err) {
+            const usable = failsOnReplica(err) && codeOf(err) !== '40001'
+              ? this.replicas.filter((r) => r.replayed !== null && r.lagMs <= this.options.maxLagMs)
+              : [];
+            // A primary that is gone: any of them, as once the polls count it down. One that is
+            // there but busy: only one that has the client's change.
+            const found = usable.find((r) => (r.replayed as bigint) >= after) ?? (primaryBusy(err) ? undefined : usable[0]);
+            if (!found) throw err;
+            replica = found;
+          }
         }
+        const rows = await replica.db.query<R>(sql, params, options);
+        replica.reads++;
+        return rows;
       },
       exec: (sql) => primary.exec(sql),
       transaction: (fn) => primary.transaction(fn),
       stats: () => primary.stats(),
       close: async () => undefined,
     };
-    return { db, server: primary, fallBack: () => undefined, get mixed() { return used; } };
+    return { db, server: primary, fallBack: () => undefined, get mixed() { return replica !== null; } };
   }
 
   private onReplica(replica: Replica): ReadRoute {
@@ -271,6 +278,12 @@ export function failsOnReplica(err: unknown): boolean {
   const code = codeOf(err);
   if (code === '40001') return true;
   return err instanceof DbUnavailableError && code !== '25006';
+}
+
+/** A primary that answers but has no connection to spare (as against one that is gone). */
+function primaryBusy(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code === '53300' || /timeout exceeded when trying to connect|no more connections allowed/i.test(cause?.message ?? String(err));
 }
 
 function codeOf(err: unknown): string | undefined {

@@ -52,7 +52,11 @@ export function compressSync(body: Buffer, encoding: Encoding): Buffer {
  * 16 KB. What is kept is copied to its own size (docs/performance.md, Compression).
  */
 function exact(compressed: Buffer): Buffer {
-  return compressed.buffer.byteLength > compressed.length * 2 ? Buffer.from(compressed) : compressed;
+  if (compressed.buffer.byteLength === compressed.length) return compressed;
+  // Not Buffer.from: under 4 KB it would copy into Node's shared 8 KB pool, and hold a slab of it.
+  const copy = Buffer.allocUnsafeSlow(compressed.length);
+  compressed.copy(copy);
+  return copy;
 }
 
 const brotliAsync = promisify(brotliCompress);

@@ -39,6 +39,10 @@ function loadSharp(): Promise<Sharp> {
   loading ??= import('sharp').then(({ default: sharp }) => {
     sharp.cache(false);
     return sharp;
+  }, (err: unknown) => {
+    // Tried again with the next upload (a package being reinstalled, say), not refused until a restart.
+    loading = null;
+    throw err;
   });
   return loading;
 }

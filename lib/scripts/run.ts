@@ -79,10 +79,13 @@ export class ScriptRunner {
     const server = () => route?.server ?? this.parts.db;
     const keep = () => !route?.mixed;
     const warnings: string[] = [];
-    let version: Promise<bigint> | null = null;
+    let version: Promise<bigint | null> | null = null;
     // Read once, on the request's server; a replica that fails it sends the request to the primary.
+    // A primary that fails it (gone, not yet counted down): null, and the request reads through the
+    // route's way out (lib/db/replicas.ts) and keeps nothing.
     const currentVersion = () => (version ??= this.keptOn(server()).version.current().catch((err: unknown) => {
-      if (!route || route.server === this.parts.db || !failsOnReplica(err)) throw err;
+      if (!route || !failsOnReplica(err)) throw err;
+      if (route.server === this.parts.db) return null;
       route.fallBack();
       return this.keptOn(this.parts.db).version.current();
     }));
@@ -106,7 +109,7 @@ export class ScriptRunner {
       },
       remember: async (key, compute) => {
         const at = await currentVersion();
-        return this.keptOn(server()).results.get(at, key, compute, keep);
+        return at === null ? compute() : this.keptOn(server()).results.get(at, key, compute, keep);
       },
       identify: () => (cacheable ? refuse() : requester.identify()),
       authenticate: (username, password) => (cacheable ? refuse() : requester.authenticate(username, password)),
@@ -146,6 +149,7 @@ export class ScriptRunner {
     if (!cacheable) return produce();
     const key = `${name}\u0000${format}\u0000${target.link('')}\u0000${run.query}`;
     const at = await currentVersion();
+    if (at === null) return produce();
     return this.keptOn(server()).documents.get(at, key, produce, (p) => 'body' in p && warnings.length === 0 && keep());
   }
 
