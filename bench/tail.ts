@@ -51,6 +51,24 @@ function startNeighbour(ms: number): () => Promise<void> {
   });
 }
 
+/**
+ * The servers take turns, one slice each, in the order A B, B A, A B, …, each slice after the
+ * database is quiet and, with `neighbour`, beside a neighbour started for it and stopped after it.
+ */
+async function inTurns<S>(servers: readonly S[], quiet: () => Promise<void>, neighbour: boolean, slice: (server: S) => Promise<void>): Promise<void> {
+  for (let turn = 0; turn < slices; turn++) {
+    for (const server of turn % 2 === 0 ? servers : [...servers].reverse()) {
+      await quiet();
+      const stopNeighbour = neighbour ? startNeighbour((seconds / slices) * 1000 + 2000) : null;
+      try {
+        await slice(server);
+      } finally {
+        await stopNeighbour?.();
+      }
+    }
+  }
+}
+
 /** A librarian account in the benchmark's database (npm run accounts), for the mixed case's changes. */
 function ensureLibrarian(url: string): { username: string; password: string } {
   const account = { username: 'bench-librarian', password: 'bench-librarian-password' };
@@ -153,17 +171,9 @@ async function main(): Promise<void> {
       const sliced = new Map(servers.map((s) => [s, [] as Slice[]]));
       const randoms = new Map(servers.map((s) => [s, createRandom(2000 + i)]));
       for (const s of servers) await runSlice({ origin: s.server.origin, nextPath: person(createRandom(1)), connections, seconds: 2, pid: s.server.child.pid ?? 0 });
-      for (let turn = 0; turn < slices; turn++) {
-        for (const s of turn % 2 === 0 ? servers : [...servers].reverse()) {
-          await quiet();
-          const stopNeighbour = c.neighbour ? startNeighbour((seconds / slices) * 1000 + 2000) : null;
-          try {
-            sliced.get(s)!.push(await runSlice({ origin: s.server.origin, nextPath: person(randoms.get(s)!), connections, seconds: seconds / slices, pid: s.server.child.pid ?? 0 }));
-          } finally {
-            await stopNeighbour?.();
-          }
-        }
-      }
+      await inTurns(servers, quiet, c.neighbour, async (s) => {
+        sliced.get(s)!.push(await runSlice({ origin: s.server.origin, nextPath: person(randoms.get(s)!), connections, seconds: seconds / slices, pid: s.server.child.pid ?? 0 }));
+      });
       const results = servers.map((s) => ({ role: s.role, result: combine(sliced.get(s)!) }));
       for (const { role, result } of results) table.push(line(`${c.name} | ${role}`, result));
       const [product, baseline] = results.map((r) => r.result) as [LoadResult, LoadResult];
@@ -177,26 +187,21 @@ async function main(): Promise<void> {
       // Each server keeps its connections from slice to slice, as a proxy in front of it would:
       // the tail measured is that of requests, not of opening connections (reported apart).
       const agents = new Map(servers.map((s) => [s, keepAliveAgent(connections)]));
-      for (let turn = 0; turn < slices; turn++) {
-        for (const s of turn % 2 === 0 ? servers : [...servers].reverse()) {
-          await quiet();
-          const stopNeighbour = neighbour ? startNeighbour((seconds / slices) * 1000 + 2000) : null;
-          const run = runs.get(s)!;
-          const pid = s.server.child.pid ?? 0;
-          const sampler = setInterval(() => { run.peakRssKb = Math.max(run.peakRssKb, readLargestRssKb(pid)); }, 100);
-          try {
-            const r = await runAtRate({ origin: s.server.origin, nextPath: person(randoms.get(s)!), rate, seconds: seconds / slices, connections, agent: agents.get(s) });
-            run.latencies.push(...r.latencies);
-            run.opening.push(...r.opening);
-            run.errors += r.errors;
-            run.non2xx += r.non2xx;
-            run.achieved += r.achieved / slices;
-          } finally {
-            clearInterval(sampler);
-            await stopNeighbour?.();
-          }
+      await inTurns(servers, quiet, neighbour, async (s) => {
+        const run = runs.get(s)!;
+        const pid = s.server.child.pid ?? 0;
+        const sampler = setInterval(() => { run.peakRssKb = Math.max(run.peakRssKb, readLargestRssKb(pid)); }, 100);
+        try {
+          const r = await runAtRate({ origin: s.server.origin, nextPath: person(randoms.get(s)!), rate, seconds: seconds / slices, connections, agent: agents.get(s) });
+          run.latencies.push(...r.latencies);
+          run.opening.push(...r.opening);
+          run.errors += r.errors;
+          run.non2xx += r.non2xx;
+          run.achieved += r.achieved / slices;
+        } finally {
+          clearInterval(sampler);
         }
-      }
+      });
       for (const agent of agents.values()) agent.destroy();
       const p99s: number[] = [];
       for (const s of servers) {

@@ -115,13 +115,19 @@ export interface RawResponse {
 }
 
 /** A request with exactly the target and headers given (fetch would normalise them). */
-export function rawRequest(origin: string, target: string, options: { method?: string; headers?: Record<string, string> } = {}): Promise<RawResponse> {
+export async function rawRequest(origin: string, target: string, options: { method?: string; headers?: Record<string, string> } = {}): Promise<RawResponse> {
+  const res = await rawBytes(origin, target, options);
+  return { ...res, body: res.body.toString('utf8') };
+}
+
+/** The same, with the body as the bytes sent, not decoded (fetch would decompress it). */
+export function rawBytes(origin: string, target: string, options: { method?: string; headers?: Record<string, string> } = {}): Promise<Omit<RawResponse, 'body'> & { body: Buffer }> {
   const url = new URL(origin);
   return new Promise((resolve, reject) => {
     const req = http.request({ host: url.hostname, port: url.port, method: options.method ?? 'GET', path: target, headers: options.headers ?? {} }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
       res.on('error', reject);
     });
     req.on('error', reject);

@@ -142,32 +142,23 @@ export class Replicas {
   private onPrimary(after: bigint): ReadRoute {
     const { primary } = this.options;
     let replica: Replica | null = null;
-    const db: Db = {
-      kind: 'postgres',
-      query: async <R>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<R[]> => {
-        if (!replica) {
-          try {
-            return await primary.query<R>(sql, params, options);
-          } catch (err) {
-            const usable = failsOnReplica(err) && codeOf(err) !== '40001'
-              ? this.replicas.filter((r) => r.replayed !== null && r.lagMs <= this.options.maxLagMs)
-              : [];
-            // A primary that is gone: any of them, as once the polls count it down. One that is
-            // there but busy: only one that has the client's change.
-            const found = usable.find((r) => (r.replayed as bigint) >= after) ?? (primaryBusy(err) ? undefined : usable[0]);
-            if (!found) throw err;
-            replica = found;
-          }
+    const db = this.routedDb(async (sql, params, options) => {
+      if (!replica) {
+        try {
+          return await primary.query(sql, params, options);
+        } catch (err) {
+          const usable = failsOnReplica(err) && codeOf(err) !== '40001'
+            ? this.replicas.filter((r) => r.replayed !== null && r.lagMs <= this.options.maxLagMs)
+            : [];
+          // A primary that is gone: any of them, as once the polls count it down. One that is
+          // there but busy: only one that has the client's change.
+          const found = usable.find((r) => (r.replayed as bigint) >= after) ?? (primaryBusy(err) ? undefined : usable[0]);
+          if (!found) throw err;
+          replica = found;
         }
-        const rows = await replica.db.query<R>(sql, params, options);
-        replica.reads++;
-        return rows;
-      },
-      exec: (sql) => primary.exec(sql),
-      transaction: (fn) => primary.transaction(fn),
-      stats: () => primary.stats(),
-      close: async () => undefined,
-    };
+      }
+      return readOn(replica, sql, params, options);
+    }, () => primary.stats());
     return { db, server: primary, fallBack: () => undefined, get mixed() { return replica !== null; } };
   }
 
@@ -176,27 +167,19 @@ export class Replicas {
     let onReplica = true;
     let used = false;
     const route: ReadRoute = {
-      db: {
-        kind: 'postgres',
-        query: async <R>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<R[]> => {
-          if (!onReplica) return primary.query<R>(sql, params, options);
-          try {
-            const rows = await replica.db.query<R>(sql, params, options);
-            used = true;
-            replica.reads++;
-            return rows;
-          } catch (err) {
-            if (!failsOnReplica(err)) throw err;
-            if (codeOf(err) !== '40001') this.markDown(replica);
-            route.fallBack();
-            return primary.query<R>(sql, params, options);
-          }
-        },
-        exec: (sql) => primary.exec(sql),
-        transaction: (fn) => primary.transaction(fn),
-        stats: () => replica.db.stats(),
-        close: async () => undefined,
-      },
+      db: this.routedDb(async (sql, params, options) => {
+        if (!onReplica) return primary.query(sql, params, options);
+        try {
+          const rows = await readOn(replica, sql, params, options);
+          used = true;
+          return rows;
+        } catch (err) {
+          if (!failsOnReplica(err)) throw err;
+          if (codeOf(err) !== '40001') this.markDown(replica);
+          route.fallBack();
+          return primary.query(sql, params, options);
+        }
+      }, () => replica.db.stats()),
       get server() {
         return onReplica ? replica.db : primary;
       },
@@ -206,6 +189,19 @@ export class Replicas {
       },
     };
     return route;
+  }
+
+  /** A request's Db whose statements `query` places; its changes and transactions go to the primary. */
+  private routedDb(query: (sql: string, params?: readonly unknown[], options?: QueryOptions) => Promise<unknown[]>, stats: Db['stats']): Db {
+    const { primary } = this.options;
+    return {
+      kind: 'postgres',
+      query: query as Db['query'],
+      exec: (sql) => primary.exec(sql),
+      transaction: (fn) => primary.transaction(fn),
+      stats,
+      close: async () => undefined,
+    };
   }
 
   private async poll(): Promise<void> {
@@ -278,6 +274,13 @@ export function failsOnReplica(err: unknown): boolean {
   const code = codeOf(err);
   if (code === '40001') return true;
   return err instanceof DbUnavailableError && code !== '25006';
+}
+
+/** A statement on a replica, counted for the metrics. */
+async function readOn<R>(replica: Replica, sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<R[]> {
+  const rows = await replica.db.query<R>(sql, params, options);
+  replica.reads++;
+  return rows;
 }
 
 /** A primary that answers but has no connection to spare (as against one that is gone). */

@@ -9,21 +9,11 @@ import path from 'node:path';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import type { TestServer } from '../helpers.ts';
-import { rawRequest, root, startTestServer } from '../helpers.ts';
+import { rawBytes, rawRequest, root, startTestServer } from '../helpers.ts';
 import type { OwnProgram } from '../program.ts';
 import { startOwnProgram } from '../program.ts';
 
-/** A request whose body comes as bytes, undecoded (fetch would decompress it). */
-function bytesOf(origin: string, target: string, headers: Record<string, string> = {}, method = 'GET'): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    http.get(origin + target, { headers, method }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    }).on('error', reject);
-  });
-}
+const bytesOf = (origin: string, target: string, headers: Record<string, string> = {}, method = 'GET') => rawBytes(origin, target, { headers, method });
 
 describe('files of public/', () => {
   let server: TestServer;

@@ -10,21 +10,10 @@ import { compressAsync, compressSync } from '../../lib/http/compress.ts';
 import { createExchange, etagOf, type Target } from '../../lib/http/index.ts';
 import { respond } from '../../lib/render/index.ts';
 import type { TestServer } from '../helpers.ts';
-import { startTestServer } from '../helpers.ts';
-
-type Raw = { status: number; headers: http.IncomingHttpHeaders; body: Buffer };
+import { rawBytes, startTestServer } from '../helpers.ts';
 
 /** The body as sent, not decoded (fetch would decompress it). */
-function raw(url: string, headers: Record<string, string> = {}): Promise<Raw> {
-  return new Promise((resolve, reject) => {
-    http.get(url, { headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    }).on('error', reject);
-  });
-}
+const raw = (url: string, headers: Record<string, string> = {}) => rawBytes(new URL(url).origin, url.slice(new URL(url).origin.length), { headers });
 
 describe('compressed documents', () => {
   let server: TestServer;
