@@ -66,6 +66,8 @@ export interface Config {
   dbConnectTimeoutMs: number;
   /** Milliseconds a change whose COMMIT got no answer keeps asking whether it committed. */
   dbOutcomeTimeoutMs: number;
+  /** Statement time-out of migrations, which run on connections of their own. */
+  migrationTimeoutMs: number;
   /** Milliseconds an upstream of a P rule may stay silent before the client gets 504. */
   proxyTimeoutMs: number;
 }
@@ -128,6 +130,7 @@ export function readConfig(env: Env = process.env): Config {
     searchViewAliases: readAliases(env.SEARCH_VIEW_ALIASES ?? ''),
     dbConnectTimeoutMs: readInteger(env, 'DB_CONNECT_TIMEOUT_MS', 3000, 100, 60_000),
     dbOutcomeTimeoutMs: readInteger(env, 'DB_OUTCOME_TIMEOUT_MS', 10_000, 0, 600_000),
+    migrationTimeoutMs: readInteger(env, 'MIGRATION_TIMEOUT_MS', 3_600_000, 1000, 86_400_000),
     proxyTimeoutMs: readInteger(env, 'PROXY_TIMEOUT_MS', 30_000, 100, 600_000),
   };
 }

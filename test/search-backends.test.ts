@@ -16,6 +16,8 @@ const searches = [
   'query=any,contains,stra%C3%9Fe', 'query=any,contains,STRASSE', 'query=any,contains,licht%20schatten', 'query=any,contains,fr%C3%BCh*',
   'query=any,contains,m%C3%BCller&sortby=title', 'query=any,contains,m%C3%BCller&sortby=author', 'query=any,contains,m%C3%BCller&sortby=date_d',
   'query=any,contains,m%C3%BCller&sortby=date_a', 'query=any,contains,m%C3%BCller&facet=rtype,include,Fotografie',
+  'query=any,contains,nebel%20im', 'query=any,contains,die%20nebel%20der', 'query=any,contains,nebel%20NOT%20im', 'query=title,exact,hafen%20im%20nebel',
+  'query=any,contains,%22in%20der%22%20arbeit', 'query=title,begins_with,die%20e', 'query=any,contains,der%20die%20das',
   'query=any,contains,ge*%20OR%20st*&search_scope=werke', 'query=any,contains,ge*%20OR%20st*&offset=10', 'query=any,contains,nebel,OR&query=title,contains,deich',
 ];
 

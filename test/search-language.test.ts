@@ -55,6 +55,18 @@ describe('words, folded and stemmed for German', () => {
     assert.deepEqual(titles(await search(q('nebel hafen'))), ['Hafen im Nebel']);
   });
 
+  test('a stop word beside another word must be there too, in any field, and counts nothing towards the rank', async () => {
+    const nebel = await search(q('nebel'));
+    assert.ok(titles(nebel).includes('Hafen im Nebel') && titles(nebel).includes('Morgens am Fluss'));
+    // "im" is in the title of one, "der" and "die" in the description of the other.
+    assert.deepEqual(titles(await search(q('nebel im'))), ['Hafen im Nebel']);
+    assert.deepEqual(titles(await search(q('die nebel der'))), ['Morgens am Fluss']);
+    assert.deepEqual(titles(await search(q('im nebel', 'desc'))), []);
+    assert.deepEqual(titles(await search(q('nebel NOT im'))), titles(nebel).filter((t) => t !== 'Hafen im Nebel'));
+    const ranks = new Map(nebel.treffer.map((h) => [h.titel, h.rank]));
+    for (const hit of (await search(q('im Nebel'))).treffer) assert.equal(hit.rank, ranks.get(hit.titel));
+  });
+
   test('a compound part finds its compounds, ranked below the whole word', async () => {
     const r = await search(q('schicht', 'title'));
     const names = titles(r);

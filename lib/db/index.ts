@@ -5,6 +5,7 @@
 import type { Config } from '../config.ts';
 import type { Db } from './db.ts';
 import { Failover, findPrimary, hostOf, splitHosts } from './hosts.ts';
+import { loadDemoData, migrate, migrationVersions, pendingMigrations } from './migrate.ts';
 import { openPglite } from './pglite.ts';
 import { openPostgres } from './postgres.ts';
 import { Replicas } from './replicas.ts';
@@ -14,7 +15,7 @@ export { beginWithMark, findCommitOutcome } from './commit-outcome.ts';
 export { DataVersion, ResultCache } from './data-version.ts';
 export type { Db, PoolStats, QueryOptions, Queryable } from './db.ts';
 export { DbInputError, DbUnavailableError } from './db.ts';
-export { migrate, migrationVersions, pendingMigrations, prepareDatabase } from './migrate.ts';
+export { migrate, migrationVersions, pendingMigrations } from './migrate.ts';
 export { openPglite } from './pglite.ts';
 export { openPostgres } from './postgres.ts';
 export type { ReadRoute } from './replicas.ts';
@@ -76,4 +77,24 @@ function openPostgresFor(config: Config, url: string, events: DatabaseEvents): D
     outcomeTimeoutMs: config.dbOutcomeTimeoutMs,
     ...events,
   });
+}
+
+/**
+ * What every start does before serving: migrate, and with DEMO_DATA fill an empty database.
+ * On PostgreSQL, pending migrations run on connections of their own under MIGRATION_TIMEOUT_MS:
+ * one that writes every row of a large table takes minutes, where a request's statement gets
+ * STATEMENT_TIMEOUT_MS.
+ */
+export async function prepareDatabase(db: Db, config: Config): Promise<void> {
+  if (config.databaseUrl && (await pendingMigrations(db, await migrationVersions(config.sqlDir))).length > 0) {
+    const own = await openDatabase({ ...config, statementTimeoutMs: config.migrationTimeoutMs, dbPipelineConnections: 0, dbPoolMax: 1 });
+    try {
+      await migrate(own, config.sqlDir);
+    } finally {
+      await own.close();
+    }
+  } else {
+    await migrate(db, config.sqlDir);
+  }
+  if (config.demoData && (await loadDemoData(db, config.sqlDir))) console.log('portfolio: loaded the demo data into the empty database');
 }

@@ -2,7 +2,6 @@
 // schema_migrations; loads the demo data into an empty database when asked to.
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Config } from '../config.ts';
 import type { Db } from './db.ts';
 
 const migrationFile = /^(\d{3})_[a-z0-9_-]+\.sql$/;
@@ -54,7 +53,7 @@ export async function pendingMigrations(db: Db, versions: string[]): Promise<str
  * Loads sql/demo.sql and sql/demo-accounts.sql when the person table is empty; returns whether
  * it did. Only a new database gets the demo accounts, whose passwords are public.
  */
-async function loadDemoData(db: Db, sqlDir: string): Promise<boolean> {
+export async function loadDemoData(db: Db, sqlDir: string): Promise<boolean> {
   const sql = await readFile(path.join(sqlDir, 'demo.sql'), 'utf8');
   const accounts = await readFile(path.join(sqlDir, 'demo-accounts.sql'), 'utf8');
   return db.transaction(async (tx) => {
@@ -65,10 +64,4 @@ async function loadDemoData(db: Db, sqlDir: string): Promise<boolean> {
     await tx.exec(accounts);
     return true;
   });
-}
-
-/** What every start does before serving: migrate, and with DEMO_DATA fill an empty database. */
-export async function prepareDatabase(db: Db, config: Config): Promise<void> {
-  await migrate(db, config.sqlDir);
-  if (config.demoData && (await loadDemoData(db, config.sqlDir))) console.log('portfolio: loaded the demo data into the empty database');
 }

@@ -127,6 +127,8 @@ interface Context {
   kind: Kind;
   words: Map<string, WordInfo>;
   column: Sql;
+  /** Whether stop words are probed in the index: only beside a rarer word (kindQuery). */
+  stops: boolean;
 }
 
 const lexeme = (tag: string, word: string) => `'${tag}:${word}'`;
@@ -161,15 +163,17 @@ function atomExpr(atom: Atom, line: ParsedLine, ctx: Context): Expr {
       if (exact.length) cases.push(sql`WHEN ${test(any(exact))} THEN ${raw(String(wordTier))}`);
       if (stem.length) cases.push(sql`WHEN ${test(any(stem))} THEN ${raw(String(stemTier))}`);
       if (parts.length) cases.push(sql`WHEN ${test(any(parts))} THEN ${raw(String(partTier))}`);
-      alternatives.push(...exact, ...stem, ...parts);
+      // A row with the whole word has its stem's entry too: the probe reads the stem's alone.
+      alternatives.push(...(stem.length > 0 ? stem : exact), ...parts);
     }
     if (alternatives.length > 0) {
       return { t: 'atom', index: any(alternatives), check: null, score: sql`CASE ${joined(cases, ' ')} ELSE 0 END` };
     }
     // A wildcard that stands for no word of the index finds nothing.
     if (wild) return FALSE;
-    // A stop word (und, der) has no index entry: found by its text, among the rows the other
-    // words found, or alone by reading rows until enough have it (they are in most).
+    // A stop word (und, der) counts nothing towards the rank. Beside a rarer word, the index
+    // finds it; alone, its text is read in rows until enough have it (they are in most).
+    if (ctx.stops) return { t: 'atom', index: any(tags.map((tag) => lexeme(tag, word))), check: null, score: raw('0') };
     return { t: 'atom', index: null, check: textCheck(tags, ctx, `% ${word} %`, true), score: raw('0') };
   }
 
@@ -184,8 +188,8 @@ function atomExpr(atom: Atom, line: ParsedLine, ctx: Context): Expr {
         // begins; for a stop word, or when too many words begin so, the text check alone decides
         // among the rows the other words found.
         const known = info(ctx, word, patternOf(word, atom, i, false));
-        if (known.stem !== null && !known.more) parts.push(any([lexeme(tag, word), ...known.expansions.map((e) => lexeme(tag, e))]));
-      } else if (info(ctx, word, patternOf(word, atom, i, false)).stem !== null) {
+        if ((known.stem !== null || ctx.stops) && !known.more) parts.push(any([lexeme(tag, word), ...known.expansions.map((e) => lexeme(tag, e))]));
+      } else if (ctx.stops || info(ctx, word, patternOf(word, atom, i, false)).stem !== null) {
         parts.push(lexeme(tag, word));
       }
     });
@@ -212,7 +216,12 @@ function textLike(text: string, pattern: string, padded: boolean): Sql {
 }
 
 function textCheck(tags: readonly Tag[], ctx: Context, pattern: string, padded: boolean): Sql {
-  const columns = [...new Set(tags.map((tag) => texts[ctx.kind][tag] as string))];
+  // A work's suche_text holds its type and year after the description: a word or phrase found
+  // in those is found in it. The creator's name, a lookup per row, is read last.
+  const implied = padded && ctx.kind === 'werk' && tags.includes('d') ? ['r', 'y'] : [];
+  const order = (tag: Tag) => (tag === 'c' ? 1 : 0);
+  const columns = [...new Set(tags.filter((tag) => !implied.includes(tag)).sort((a, b) => order(a) - order(b))
+    .map((tag) => texts[ctx.kind][tag] as string))];
   return sql`(${joined(columns.map((text) => textLike(text, pattern, padded)), ' OR ')})`;
 }
 
@@ -250,16 +259,21 @@ function queryExpr(lines: readonly ParsedLine[], ctx: Context): Expr {
   return expr;
 }
 
-/** The whole condition in SQL. */
-function predicate(expr: Expr, ctx: Context): Sql {
+/**
+ * The whole condition in SQL. Under `probed`, the rows are those the index query found: an atom
+ * that must be there (the query itself, or a part of an AND of it) needs its check only, as
+ * probing the index with it again would read its entries twice.
+ */
+function predicate(expr: Expr, ctx: Context, probed = false): Sql {
   switch (expr.t) {
     case 'const': return raw(expr.value ? 'TRUE' : 'FALSE');
-    case 'and': return sql`(${joined(expr.parts.map((p) => predicate(p, ctx)), ' AND ')})`;
+    case 'and': return sql`(${joined(expr.parts.map((p) => predicate(p, ctx, probed)), ' AND ')})`;
     case 'or': return sql`(${joined(expr.parts.map((p) => predicate(p, ctx)), ' OR ')})`;
     case 'not': return sql`NOT ${predicate(expr.part, ctx)}`;
     case 'atom': {
-      const parts = [expr.index === null ? null : sql`${ctx.column} @@ ${expr.index}::tsquery`, expr.check].filter((p): p is Sql => p !== null);
-      return parts.length === 1 ? parts[0] as Sql : sql`(${joined(parts, ' AND ')})`;
+      const index = expr.index === null || probed ? null : sql`${ctx.column} @@ ${expr.index}::tsquery`;
+      const parts = [index, expr.check].filter((p): p is Sql => p !== null);
+      return parts.length === 0 ? raw('TRUE') : parts.length === 1 ? parts[0] as Sql : sql`(${joined(parts, ' AND ')})`;
     }
   }
 }
@@ -321,9 +335,17 @@ export interface KindQuery {
  * 400 for a search of NOTs alone: it would read every row.
  */
 export function kindQuery(lines: readonly ParsedLine[], kind: Kind, words: Map<string, WordInfo>, params: Params): KindQuery | null {
-  const ctx: Context = { kind, words, column: raw(kind === 'person' ? 'p.suche' : 'w.suche') };
-  const expr = queryExpr(lines, ctx);
+  const plain: Context = { kind, words, column: raw(kind === 'person' ? 'p.suche' : 'w.suche'), stops: false };
+  let ctx = plain;
+  let expr = queryExpr(lines, ctx);
   if (expr.t === 'const' && !expr.value) return null;
+  // A stop word's entry is as long as the table: it is read only where a rarer word must be
+  // there too, which the index walks and skips the long entry by. Where none must, the rows
+  // are read instead.
+  if (indexQuery(expr) !== true) {
+    ctx = { ...plain, stops: true };
+    expr = queryExpr(lines, ctx);
+  }
   const index = indexQuery(expr);
   const scores = scoreOf(expr);
   if (index === true) {
@@ -337,7 +359,7 @@ export function kindQuery(lines: readonly ParsedLine[], kind: Kind, words: Map<s
     scan: false,
     // Where the index query says it all (words, ORs, no phrase, no NOT), it is the whole condition:
     // repeated, PostgreSQL would probe the index with it twice.
-    where: (exact(expr) ? sql`${ctx.column} @@ ${index}::tsquery` : sql`${ctx.column} @@ ${index}::tsquery AND ${predicate(expr, ctx)}`).write(params),
+    where: (exact(expr) ? sql`${ctx.column} @@ ${index}::tsquery` : sql`${ctx.column} @@ ${index}::tsquery AND ${predicate(expr, ctx, true)}`).write(params),
     score: scores.length ? joined(scores, ' + ').write(params) : '0',
   };
 }

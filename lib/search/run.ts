@@ -82,11 +82,16 @@ export class Searcher {
     const patterns = lookups.filter((l) => l.pattern !== null).length;
     const limit = Math.max(8, Math.min(maxExpansions, Math.floor(expansionBudget / Math.max(1, patterns))));
     const rows = await this.within(() => db.query<{ i: number; stem: string | null; expansions: string[] }>(
-      `SELECT q.i::int AS i, (tsvector_to_array(to_tsvector('german', q.word)))[1] AS stem,
+      // The compounds a word is part of leave out those with its own stem (kalter for kalte): its
+      // stem's entry finds and ranks them already.
+      `SELECT q.i::int AS i, s.stem,
               CASE WHEN q.pattern IS NULL THEN '{}'::text[] ELSE ARRAY(
                 SELECT v.word FROM search_word v WHERE v.word LIKE q.pattern AND v.word <> q.word
+                   AND (q.pattern <> '%' || q.word || '%'
+                        OR (tsvector_to_array(to_tsvector('german', v.word)))[1] IS DISTINCT FROM s.stem)
                  ORDER BY length(v.word), v.word COLLATE "C" LIMIT $3) END AS expansions
-         FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(word, pattern, i)`,
+         FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(word, pattern, i),
+              LATERAL (SELECT (tsvector_to_array(to_tsvector('german', q.word)))[1] AS stem) s`,
       // Short (a few rows of the vocabulary), so without a time-out of its own: that would
       // cost two more round trips (BEGIN and COMMIT around it).
       [lookups.map((l) => l.word), lookups.map((l) => l.pattern), limit + 1],
