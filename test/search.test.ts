@@ -284,8 +284,25 @@ describe('search indexes', () => {
       await tx.query('SET LOCAL enable_seqscan = off');
       return (await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`)).map((r) => r['QUERY PLAN']).join('\n');
     });
-    // The shapes lib/search/plan.ts writes: a tsquery over tagged words, at most cap + 1 rows.
-    assert.match(await plan(`SELECT id FROM werk w WHERE w.suche @@ $$'t:abcd' | 'ts:abcd'$$::tsquery LIMIT 1001`), /Bitmap Index Scan on werk_suche/);
-    assert.match(await plan(`SELECT id FROM person p WHERE p.suche @@ $$'c:muller' | 'cs:mull'$$::tsquery LIMIT 1001`), /Bitmap Index Scan on person_suche/);
+    // The shapes lib/search/run.ts writes: a tsquery over tagged words, probed block by block,
+    // at most cap + 1 rows.
+    const blocks = (table: string, alias: string, query: string) => `SELECT ${alias}.id
+      FROM generate_series(0, (SELECT max(id) FROM ${table}) >> 16) AS b(n)
+      CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias} WHERE search_blocked(${alias}.suche, ${alias}.id) @@ search_block($$${query}$$, b.n) AND TRUE) ${alias}
+      LIMIT 1001`;
+    assert.match(await plan(blocks('werk', 'w', `'t:abcd' | 'ts:abcd'`)), /Bitmap Index Scan on werk_suche/);
+    assert.match(await plan(blocks('person', 'p', `'c:muller' | 'cs:mull'`)), /Bitmap Index Scan on person_suche/);
+  });
+
+  test('works in every block of ids are found (ranked alike, they come in the order of their ids)', async () => {
+    const ids = [65_535, 65_536, 200_000];
+    await server.db.exec(`INSERT INTO werk (id, person_id, titel) SELECT i, (SELECT min(id) FROM person), 'Blockprobe ' || i FROM unnest(ARRAY[${ids.join(', ')}]) AS i`);
+    try {
+      const res = await fetch(`${server.origin}/search.json?query=title,contains,blockprobe`);
+      const found = ((await res.json()) as { treffer: { titel: string }[] }).treffer.map((t) => t.titel);
+      assert.deepEqual(found, ids.map((i) => `Blockprobe ${i}`));
+    } finally {
+      await server.db.exec(`DELETE FROM werk WHERE id IN (${ids.join(', ')})`);
+    }
   });
 });

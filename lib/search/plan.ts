@@ -323,11 +323,15 @@ function scoreOf(expr: Expr): Sql[] {
 }
 
 export interface KindQuery {
-  /** WHERE of the kind's rows; the first part is the index probe, unless the search has stop words only. */
+  /**
+   * The parameter holding the index query every row must match (tsquery text, its lexemes
+   * without the block: lib/search/run.ts probes one block after the other), or null for a
+   * search of stop words alone, which no index narrows: rows are read until enough have them.
+   */
+  probe: string | null;
+  /** What the rows the probe found must have besides (TRUE when the index query says it all). */
   where: string;
   score: string;
-  /** Stop words only: no index can narrow it, rows are read until enough have them. */
-  scan: boolean;
 }
 
 /**
@@ -353,13 +357,12 @@ export function kindQuery(lines: readonly ParsedLine[], kind: Kind, words: Map<s
       const terms = lines.map((l) => `"${clip(l.condition.term, 40)}"`).join(', ');
       throw new HttpError(400, `The search ${terms} has no word that must be there: add one outside NOT.`);
     }
-    return { where: predicate(expr, ctx).write(params), score: scores.length ? joined(scores, ' + ').write(params) : '0', scan: true };
+    return { probe: null, where: predicate(expr, ctx).write(params), score: scores.length ? joined(scores, ' + ').write(params) : '0' };
   }
   return {
-    scan: false,
-    // Where the index query says it all (words, ORs, no phrase, no NOT), it is the whole condition:
-    // repeated, PostgreSQL would probe the index with it twice.
-    where: (exact(expr) ? sql`${ctx.column} @@ ${index}::tsquery` : sql`${ctx.column} @@ ${index}::tsquery AND ${predicate(expr, ctx, true)}`).write(params),
+    probe: params.add(index),
+    // Where the index query says it all (words, ORs, no phrase, no NOT), nothing is checked again.
+    where: exact(expr) ? 'TRUE' : predicate(expr, ctx, true).write(params),
     score: scores.length ? joined(scores, ' + ').write(params) : '0',
   };
 }

@@ -122,11 +122,11 @@ export class Searcher {
     if (person) {
       parts.push(`(SELECT 'person'::text AS typ, p.id, p.id AS person_id, NULL::text AS art, NULL::integer AS jahr,
                           p.suche_name AS sort_title, ${person.score} AS score
-                     FROM person p WHERE ${person.where} LIMIT ${limit})`);
+                     FROM ${rows('person', 'p', person)} LIMIT ${limit})`);
     }
     if (werk) {
       parts.push(`(SELECT 'werk'::text AS typ, w.id, w.person_id, w.art, w.jahr, w.suche_titel AS sort_title, ${werk.score} AS score
-                     FROM werk w WHERE ${werk.where} LIMIT ${limit})`);
+                     FROM ${rows('werk', 'w', werk)} LIMIT ${limit})`);
     }
     const found: Found = { total: 0, exact: true, hits: [], facets: { rtype: [], creator: [], decade: [] }, marks: marksOf(spec.lines, words) };
     if (parts.length === 0) return found;
@@ -157,7 +157,7 @@ export class Searcher {
                           ORDER BY ${orderBy[spec.sort]} LIMIT ${params.add(spec.size)} OFFSET ${params.add(spec.offset)}) h
                    JOIN person p ON p.id = h.person_id LEFT JOIN werk w ON h.typ = 'werk' AND w.id = h.id) x) AS page`,
       params.values,
-      { timeoutMs: this.limits.timeoutMs, indexScans: !person?.scan && !werk?.scan },
+      { timeoutMs: this.limits.timeoutMs, indexScans: person?.probe !== null && werk?.probe !== null },
     ));
     if (!row) return found;
     const exact = row.personen <= cap && row.werke <= cap;
@@ -272,6 +272,20 @@ const orderBy: Record<Sort, string> = {
   date_d: 'h.jahr DESC NULLS LAST, h.score DESC, h.typ, h.id',
   date_a: 'h.jahr ASC NULLS LAST, h.score DESC, h.typ, h.id',
 };
+
+/**
+ * The rows of a kind a query finds, as a FROM clause. The index has each row's lexemes in the
+ * block of 65,536 ids it is in (sql/011_search_blocks.sql): the blocks are probed in order, and
+ * the LIMIT above stops that as soon as it has its rows. A frequent word's first block is a
+ * few thousand entries, where its whole entry was tens of thousands, read before any LIMIT.
+ */
+function rows(table: 'person' | 'werk', alias: string, query: KindQuery): string {
+  if (query.probe === null) return `${table} ${alias} WHERE ${query.where}`;
+  return `generate_series(0, (SELECT max(id) FROM ${table}) >> 16) AS b(n)
+          CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias}
+                               WHERE search_blocked(${alias}.suche, ${alias}.id) @@ search_block(${query.probe}, b.n)
+                                 AND ${query.where}) ${alias}`;
+}
 
 /** A kind's query narrowed by the facets. */
 function withFacets(query: KindQuery | null, kind: 'person' | 'werk', facets: readonly FacetFilter[], params: Params): KindQuery | null {
