@@ -322,6 +322,11 @@ function scoreOf(expr: Expr): Sql[] {
   }
 }
 
+/** Whether everything the lines ask for must be there: no OR between words or lines. */
+function allRequired(lines: readonly ParsedLine[]): boolean {
+  return lines.every((line) => line.condition.operator !== 'OR' && line.clauses.every((clause) => clause.length === 1));
+}
+
 export interface KindQuery {
   /**
    * The parameter holding the index query every row must match (tsquery text, its lexemes
@@ -343,10 +348,12 @@ export function kindQuery(lines: readonly ParsedLine[], kind: Kind, words: Map<s
   let ctx = plain;
   let expr = queryExpr(lines, ctx);
   if (expr.t === 'const' && !expr.value) return null;
-  // A stop word's entry is as long as the table: it is read only where a rarer word must be
-  // there too, which the index walks and skips the long entry by. Where none must, the rows
-  // are read instead.
-  if (indexQuery(expr) !== true) {
+  // A stop word's entry is as long as the table, a block's up to 65,536 rows. It is read where
+  // a rarer word must be there too, which the index walks and skips the long entry by, and
+  // where the search has stop words only, all of which must be there: the index reads the
+  // rarest one's entries. Where it ORs them, the rows are read instead until enough have one
+  // of them, which most do.
+  if (indexQuery(expr) !== true || allRequired(lines)) {
     ctx = { ...plain, stops: true };
     expr = queryExpr(lines, ctx);
   }
