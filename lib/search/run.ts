@@ -67,12 +67,27 @@ const expansionBudget = 120;
 
 export class Searcher {
   private running = 0;
+  private readonly names = new Map<string, string>();
   private readonly waiting: (() => void)[] = [];
 
   constructor(private readonly limits: SearchLimits) {}
 
   get cap(): number {
     return this.limits.cap;
+  }
+
+  /**
+   * A name for a search statement, so that each connection parses and plans it once: the usual
+   * searches have a few shapes (one word, two …). Past maxNames shapes, the rest go unnamed,
+   * so that no client can make the connections keep a plan for every shape there is.
+   */
+  private nameOf(text: string): string | undefined {
+    let name = this.names.get(text);
+    if (name === undefined && this.names.size < maxNames) {
+      name = `search-${this.names.size + 1}`;
+      this.names.set(text, name);
+    }
+    return name;
   }
 
   /** The words of the lines as the index knows them. */
@@ -95,6 +110,7 @@ export class Searcher {
       // Short (a few rows of the vocabulary), so without a time-out of its own: that would
       // cost two more round trips (BEGIN and COMMIT around it).
       [lookups.map((l) => l.word), lookups.map((l) => l.pattern), limit + 1],
+      { name: 'search-words' },
     ));
     const words = new Map<string, WordInfo>();
     for (const row of rows) {
@@ -130,8 +146,7 @@ export class Searcher {
     }
     const found: Found = { total: 0, exact: true, hits: [], facets: { rtype: [], creator: [], decade: [] }, marks: marksOf(spec.lines, words) };
     if (parts.length === 0) return found;
-    const [row] = await this.within(() => db.query<Row>(
-      `WITH hits AS MATERIALIZED (${parts.join(' UNION ALL ')})
+    const text = `WITH hits AS MATERIALIZED (${parts.join(' UNION ALL ')})
        SELECT (SELECT count(*) FILTER (WHERE typ = 'person')::int FROM hits) AS personen,
               (SELECT count(*) FILTER (WHERE typ = 'werk')::int FROM hits) AS werke,
               (SELECT coalesce(json_agg(f ORDER BY f.count DESC, f.value COLLATE "C"), '[]'::json) FROM (
@@ -155,9 +170,11 @@ export class Searcher {
                    FROM (SELECT row_number() OVER (ORDER BY ${orderBy[spec.sort]}) AS n, h.*
                            FROM hits h ${spec.sort === 'author' ? 'JOIN person p ON p.id = h.person_id' : ''}
                           ORDER BY ${orderBy[spec.sort]} LIMIT ${params.add(spec.size)} OFFSET ${params.add(spec.offset)}) h
-                   JOIN person p ON p.id = h.person_id LEFT JOIN werk w ON h.typ = 'werk' AND w.id = h.id) x) AS page`,
+                   JOIN person p ON p.id = h.person_id LEFT JOIN werk w ON h.typ = 'werk' AND w.id = h.id) x) AS page`;
+    const [row] = await this.within(() => db.query<Row>(
+      text,
       params.values,
-      { timeoutMs: this.limits.timeoutMs, indexScans: person?.probe !== null && werk?.probe !== null },
+      { timeoutMs: this.limits.timeoutMs, indexScans: person?.probe !== null && werk?.probe !== null, name: this.nameOf(text) },
     ));
     if (!row) return found;
     const exact = row.personen <= cap && row.werke <= cap;
@@ -242,6 +259,9 @@ export class Searcher {
     }
   }
 }
+
+/** Search statement shapes a process names (Searcher.nameOf). */
+const maxNames = 100;
 
 /** Searches of one process that may wait for their turn at once: each holds only its request. */
 const maxWaiting = 1000;
