@@ -181,11 +181,12 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
 async function prepare(config: Config, parts: { db: Db | undefined; logError: App['logError'] }) {
   const scripts = new ScriptLoader(config.scriptsDir, { reload: !config.production });
   const rules = await loadRules(config.rulesFile, { scriptExists: (name) => scripts.exists(name) });
-  const db = parts.db ?? (await openDatabase(config, {
-    onError: (err) => parts.logError(`database connection error: ${err.message}`),
-    onWarning: (message) => parts.logError(message, 'warn'),
-  }));
-  await prepareDatabase(db, config).catch(async (err: unknown) => {
+  const events = {
+    onError: (err: Error) => parts.logError(`database connection error: ${err.message}`),
+    onWarning: (message: string) => parts.logError(message, 'warn'),
+  };
+  const db = parts.db ?? (await openDatabase(config, events));
+  await prepareDatabase(db, config, events).catch(async (err: unknown) => {
     if (!parts.db) await db.close();
     throw err;
   });
@@ -206,8 +207,9 @@ export async function start(config: Config = readConfig()): Promise<void> {
   if (runsWorkers(config)) {
     return runPrimary(config, async () => {
       const say = (message: string) => console.error(`portfolio: ${message}`);
-      const db = await openDatabase(config, { onError: (err) => say(`database connection error: ${err.message}`), onWarning: say });
-      await prepareDatabase(db, config).finally(() => db.close());
+      const events = { onError: (err: Error) => say(`database connection error: ${err.message}`), onWarning: say };
+      const db = await openDatabase(config, events);
+      await prepareDatabase(db, config, events).finally(() => db.close());
     }, { answers: { metrics: clusterMetrics }, fold: foldMetrics });
   }
   const app = await createApp(config);

@@ -65,6 +65,10 @@ describe('words, folded and stemmed for German', () => {
     assert.deepEqual(titles(await search(q('nebel NOT im'))), titles(nebel).filter((t) => t !== 'Hafen im Nebel'));
     const ranks = new Map(nebel.treffer.map((h) => [h.titel, h.rank]));
     for (const hit of (await search(q('im Nebel'))).treffer) assert.equal(hit.rank, ranks.get(hit.titel));
+    // A stop word is no compound: "nic" finds "Kraniche", not "nicht"; a wildcard finds one.
+    assert.deepEqual(titles(await search(q('nic', 'title'))), ['Das Jahr der Kraniche']);
+    assert.ok(titles(await search(q('nich*', 'title'))).includes('Der Sommer, in dem es nicht regnete'));
+    assert.ok(titles(await search(q('da*', 'title'))).includes('Das Haus am Deich'));
   });
 
   test('a compound part finds its compounds, ranked below the whole word', async () => {

@@ -85,9 +85,9 @@ function openPostgresFor(config: Config, url: string, events: DatabaseEvents): D
  * one that writes every row of a large table takes minutes, where a request's statement gets
  * STATEMENT_TIMEOUT_MS.
  */
-export async function prepareDatabase(db: Db, config: Config): Promise<void> {
+export async function prepareDatabase(db: Db, config: Config, events: DatabaseEvents = {}): Promise<void> {
   if (config.databaseUrl && (await pendingMigrations(db, await migrationVersions(config.sqlDir))).length > 0) {
-    const own = await openDatabase({ ...config, statementTimeoutMs: config.migrationTimeoutMs, dbPipelineConnections: 0, dbPoolMax: 1 });
+    const own = await openDatabase({ ...config, statementTimeoutMs: config.migrationTimeoutMs, dbPipelineConnections: 0, dbPoolMax: 1 }, events);
     try {
       await migrate(own, config.sqlDir);
     } finally {

@@ -35,7 +35,7 @@ export async function runPrimary(config: Config, prepare: () => Promise<void>, o
     listener.listen(config.port, config.host, resolve);
   });
   writePidFile(config.pidFile);
-  new Primary(config, listener, options).start();
+  new Primary(config, listener, prepare, options).start();
 }
 
 interface Collect { values: unknown[]; missing: Set<Worker>; done: () => void }
@@ -65,7 +65,10 @@ class Primary {
   private departed: unknown = undefined;
   private folding: Promise<void> = Promise.resolve();
 
-  constructor(private readonly config: Config, private readonly listener: net.Server, private readonly options: PrimaryOptions) {
+  constructor(
+    private readonly config: Config, private readonly listener: net.Server,
+    private readonly prepare: () => Promise<void>, private readonly options: PrimaryOptions,
+  ) {
     this.logs = new Logs({ error: config.errorLog });
     this.address = addressOf(listener);
   }
@@ -260,8 +263,17 @@ class Primary {
     for (const worker of old) this.replacing.add(worker);
     this.log(`reloading: replacing ${old.length} workers one after another`, 'notice');
     let failed = false;
+    // New migrations are applied here first, under MIGRATION_TIMEOUT_MS: a new worker has
+    // startTimeoutMs to be ready, and one that writes every row of a large table takes longer.
+    // The old workers serve meanwhile.
+    try {
+      await this.prepare();
+    } catch (err) {
+      this.log(`reload stopped: the database could not be prepared (${err instanceof Error ? err.message : String(err)}); the running workers go on serving`);
+      failed = true;
+    }
     for (const worker of old) {
-      if (this.stopping) break;
+      if (this.stopping || failed) break;
       const next = this.fork();
       if (!(await this.arrival(next))) {
         if (!this.stopping) this.log(`reload stopped: worker ${next.process.pid} failed to start; the running workers go on serving`);

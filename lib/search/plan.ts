@@ -324,7 +324,8 @@ function scoreOf(expr: Expr): Sql[] {
 
 /** Whether everything the lines ask for must be there: no OR between words or lines. */
 function allRequired(lines: readonly ParsedLine[]): boolean {
-  return lines.every((line) => line.condition.operator !== 'OR' && line.clauses.every((clause) => clause.length === 1));
+  // The last line's operator joins it to nothing.
+  return lines.every((line, i) => (i === lines.length - 1 || line.condition.operator !== 'OR') && line.clauses.every((clause) => clause.length === 1));
 }
 
 export interface KindQuery {

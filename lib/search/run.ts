@@ -67,7 +67,6 @@ const expansionBudget = 120;
 
 export class Searcher {
   private running = 0;
-  private readonly names = new Map<string, string>();
   private readonly waiting: (() => void)[] = [];
 
   constructor(private readonly limits: SearchLimits) {}
@@ -76,19 +75,6 @@ export class Searcher {
     return this.limits.cap;
   }
 
-  /**
-   * A name for a search statement, so that each connection parses and plans it once: the usual
-   * searches have a few shapes (one word, two …). Past maxNames shapes, the rest go unnamed,
-   * so that no client can make the connections keep a plan for every shape there is.
-   */
-  private nameOf(text: string): string | undefined {
-    let name = this.names.get(text);
-    if (name === undefined && this.names.size < maxNames) {
-      name = `search-${this.names.size + 1}`;
-      this.names.set(text, name);
-    }
-    return name;
-  }
 
   /** The words of the lines as the index knows them. */
   async words(db: Db, lines: readonly ParsedLine[]): Promise<Map<string, WordInfo>> {
@@ -97,13 +83,13 @@ export class Searcher {
     const patterns = lookups.filter((l) => l.pattern !== null).length;
     const limit = Math.max(8, Math.min(maxExpansions, Math.floor(expansionBudget / Math.max(1, patterns))));
     const rows = await this.within(() => db.query<{ i: number; stem: string | null; expansions: string[] }>(
-      // The compounds a word is part of leave out those with its own stem (kalter for kalte): its
-      // stem's entry finds and ranks them already.
+      // The compounds a word is part of leave out those with its own stem (kalter for kalte),
+      // which its stem's entry finds and ranks already, and stop words (oder for ode).
       `SELECT q.i::int AS i, s.stem,
               CASE WHEN q.pattern IS NULL THEN '{}'::text[] ELSE ARRAY(
                 SELECT v.word FROM search_word v WHERE v.word LIKE q.pattern AND v.word <> q.word
                    AND (q.pattern <> '%' || q.word || '%'
-                        OR (tsvector_to_array(to_tsvector('german', v.word)))[1] IS DISTINCT FROM s.stem)
+                        OR coalesce((tsvector_to_array(to_tsvector('german', v.word)))[1] NOT IN (s.stem), false))
                  ORDER BY length(v.word), v.word COLLATE "C" LIMIT $3) END AS expansions
          FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(word, pattern, i),
               LATERAL (SELECT (tsvector_to_array(to_tsvector('german', q.word)))[1] AS stem) s`,
@@ -174,7 +160,7 @@ export class Searcher {
     const [row] = await this.within(() => db.query<Row>(
       text,
       params.values,
-      { timeoutMs: this.limits.timeoutMs, indexScans: person?.probe !== null && werk?.probe !== null, name: this.nameOf(text) },
+      { timeoutMs: this.limits.timeoutMs, indexScans: person?.probe !== null && werk?.probe !== null, name: nameOf(text) },
     ));
     if (!row) return found;
     const exact = row.personen <= cap && row.werke <= cap;
@@ -260,8 +246,23 @@ export class Searcher {
   }
 }
 
-/** Search statement shapes a process names (Searcher.nameOf). */
+/** Search statement shapes a process names, each with one name whichever Searcher runs it. */
 const maxNames = 100;
+const names = new Map<string, string>();
+
+/**
+ * A name for a search statement, so that each connection parses it once: the usual searches
+ * have a few shapes (one word, two …). Past maxNames shapes, the rest go unnamed, so that no
+ * client can make the connections keep a statement for every shape there is.
+ */
+function nameOf(text: string): string | undefined {
+  let name = names.get(text);
+  if (name === undefined && names.size < maxNames) {
+    name = `search-${names.size + 1}`;
+    names.set(text, name);
+  }
+  return name;
+}
 
 /** Searches of one process that may wait for their turn at once: each holds only its request. */
 const maxWaiting = 1000;
@@ -295,13 +296,13 @@ const orderBy: Record<Sort, string> = {
 
 /**
  * The rows of a kind a query finds, as a FROM clause. The index has each row's lexemes in the
- * block of 65,536 ids it is in (sql/011_search_blocks.sql): the blocks are probed in order, and
+ * block of 65,536 ids it is in (sql/010_search_index.sql): the blocks are probed in order, and
  * the LIMIT above stops that as soon as it has its rows. A frequent word's first block is a
  * few thousand entries, where its whole entry was tens of thousands, read before any LIMIT.
  */
 function rows(table: 'person' | 'werk', alias: string, query: KindQuery): string {
   if (query.probe === null) return `${table} ${alias} WHERE ${query.where}`;
-  return `generate_series(0, (SELECT max(id) FROM ${table}) >> 16) AS b(n)
+  return `generate_series((SELECT min(id) FROM ${table}) >> 16, (SELECT max(id) FROM ${table}) >> 16) AS b(n)
           CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias}
                                WHERE search_blocked(${alias}.suche, ${alias}.id) @@ search_block(${query.probe}, b.n)
                                  AND ${query.where}) ${alias}`;

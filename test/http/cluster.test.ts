@@ -155,6 +155,22 @@ describe('a rolling reload (SIGUSR2, npm run reload)', () => {
     for (let i = 0; i < 4; i++) assert.equal((await rawRequest(running.origin, '/slow.json?ms=1', { headers: { connection: 'close' } })).status, 200);
   });
 
+  test('applies new migrations in the primary first; one that fails stops the reload, and the workers go on serving', onPostgres, async () => {
+    const old = workerPids(running.output()).filter(isAlive);
+    // The last migration, as if it were new: applied again, it fails (its functions exist).
+    const [last] = await own.db.db.query<{ version: string }>('SELECT max(version) AS version FROM schema_migrations');
+    await own.db.db.query('DELETE FROM schema_migrations WHERE version = $1', [last?.version]);
+    try {
+      process.kill(running.child.pid as number, 'SIGUSR2');
+      const log = await waitFor(() => running.readLog('error.log'), (text) => /reload stopped: the database could not be prepared/.test(text), 15_000);
+      assert.match(log, new RegExp(`reload stopped: the database could not be prepared \\(migration sql/${last?.version}\\.sql failed: [^\\n]+\\); the running workers go on serving`));
+      assert.deepEqual(workerPids(running.output()).filter(isAlive), old);
+      for (let i = 0; i < 4; i++) assert.equal((await rawRequest(running.origin, '/slow.json?ms=1', { headers: { connection: 'close' } })).status, 200);
+    } finally {
+      await own.db.db.query('INSERT INTO schema_migrations (version) VALUES ($1)', [last?.version]);
+    }
+  });
+
   test('SIGUSR2 sent to a worker (systemctl kill, pkill) leaves it serving', onPostgres, async () => {
     const [worker] = workerPids(running.output()).filter(isAlive);
     process.kill(worker as number, 'SIGUSR2');
