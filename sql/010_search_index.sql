@@ -14,13 +14,19 @@
 -- is about 13,000 (2 ms). A search for words that are rare together probes every block, each at
 -- little cost. It is an index on an expression: the rows keep their tsvector as it was, for the
 -- checks and the ranking.
+-- The whole words of a field as its lexemes (tag:word), each once. A "word" of more than 100
+-- letters is no word anyone searches for (and to_tsvector refuses one of 2 KB).
+CREATE FUNCTION search_whole_words(tag text, words text[]) RETURNS text[] LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+  RETURN ARRAY(SELECT DISTINCT tag || ':' || w FROM unnest(words) AS w WHERE w <> '' AND length(w) <= 100);
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION search_lexemes(tag text, folded text) RETURNS text[] LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
-  -- A "word" of more than 100 letters is no word anyone searches for (and to_tsvector refuses
-  -- one of 2 KB).
   words text[] := ARRAY(SELECT w FROM unnest(string_to_array(folded, ' ')) AS w WHERE w <> '' AND length(w) <= 100);
 BEGIN
-  RETURN ARRAY(SELECT DISTINCT tag || ':' || w FROM unnest(words) AS w)
+  RETURN search_whole_words(tag, words)
       || ARRAY(SELECT tag || 's:' || u.lexeme FROM unnest(to_tsvector('german', array_to_string(words, ' '))) AS u);
 END;
 $$;
@@ -36,8 +42,6 @@ RETURN regexp_replace(q, '''([^'']*)''', '''\1:' || b || '''', 'g')::tsquery;
 -- have is what search_lexemes now gives, without folding and stemming every text again. A
 -- type's words are folded once per type; a work's description is the words of suche_text
 -- before its type's and year's.
-CREATE FUNCTION pg_temp.word_lexemes(tag text, words text[]) RETURNS text[] LANGUAGE sql IMMUTABLE
-RETURN ARRAY(SELECT DISTINCT tag || ':' || w FROM unnest(words) AS w WHERE w <> '' AND length(w) <= 100);
 CREATE TEMP TABLE search_art ON COMMIT DROP AS
   SELECT art, string_to_array(search_fold(art), ' ') AS words FROM (SELECT DISTINCT art FROM werk) a;
 
@@ -50,12 +54,12 @@ DROP INDEX werk_titel_trgm;
 ALTER TABLE person DISABLE TRIGGER person_search_words_update;
 ALTER TABLE werk DISABLE TRIGGER werk_search_words_update;
 
-UPDATE person p SET suche = p.suche || array_to_tsvector(pg_temp.word_lexemes('c', string_to_array(p.suche_name, ' ')));
+UPDATE person p SET suche = p.suche || array_to_tsvector(search_whole_words('c', string_to_array(p.suche_name, ' ')));
 UPDATE werk w SET suche = w.suche || array_to_tsvector(
-       pg_temp.word_lexemes('t', string_to_array(w.suche_titel, ' '))
-    || pg_temp.word_lexemes('c', string_to_array((SELECT p.suche_name FROM person p WHERE p.id = w.person_id), ' '))
-    || pg_temp.word_lexemes('d', (string_to_array(w.suche_text, ' '))[1 : cardinality(string_to_array(w.suche_text, ' ')) - cardinality(a.words) - (w.jahr IS NOT NULL)::int])
-    || pg_temp.word_lexemes('r', a.words))
+       search_whole_words('t', string_to_array(w.suche_titel, ' '))
+    || search_whole_words('c', string_to_array((SELECT p.suche_name FROM person p WHERE p.id = w.person_id), ' '))
+    || search_whole_words('d', (string_to_array(w.suche_text, ' '))[1 : cardinality(string_to_array(w.suche_text, ' ')) - cardinality(a.words) - (w.jahr IS NOT NULL)::int])
+    || search_whole_words('r', a.words))
   FROM search_art a
  WHERE a.art = w.art;
 

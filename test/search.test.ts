@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Db } from '../lib/db/index.ts';
 import { DataVersion } from '../lib/db/index.ts';
+import { rowsFound } from '../lib/search/index.ts';
 import type { TestServer } from './helpers.ts';
 import { readJson, startTestServer } from './helpers.ts';
 
@@ -284,12 +285,10 @@ describe('search indexes', () => {
       await tx.query('SET LOCAL enable_seqscan = off');
       return (await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`)).map((r) => r['QUERY PLAN']).join('\n');
     });
-    // The shapes lib/search/run.ts writes: a tsquery over tagged words, probed block by block,
+    // The shape lib/search/run.ts writes: a tsquery over tagged words, probed block by block,
     // at most cap + 1 rows.
-    const blocks = (table: string, alias: string, query: string) => `SELECT ${alias}.id
-      FROM generate_series(0, (SELECT max(id) FROM ${table}) >> 16) AS b(n)
-      CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias} WHERE search_blocked(${alias}.suche, ${alias}.id) @@ search_block($$${query}$$, b.n) AND TRUE) ${alias}
-      LIMIT 1001`;
+    const blocks = (table: 'person' | 'werk', alias: string, query: string) =>
+      `SELECT ${alias}.id FROM ${rowsFound(table, alias, { probe: `$$${query}$$`, where: 'TRUE', score: '0' })} LIMIT 1001`;
     assert.match(await plan(blocks('werk', 'w', `'t:abcd' | 'ts:abcd'`)), /Bitmap Index Scan on werk_suche/);
     assert.match(await plan(blocks('person', 'p', `'c:muller' | 'cs:mull'`)), /Bitmap Index Scan on person_suche/);
   });

@@ -86,15 +86,18 @@ function openPostgresFor(config: Config, url: string, events: DatabaseEvents): D
  * STATEMENT_TIMEOUT_MS.
  */
 export async function prepareDatabase(db: Db, config: Config, events: DatabaseEvents = {}): Promise<void> {
-  if (config.databaseUrl && (await pendingMigrations(db, await migrationVersions(config.sqlDir))).length > 0) {
-    const own = await openDatabase({ ...config, statementTimeoutMs: config.migrationTimeoutMs, dbPipelineConnections: 0, dbPoolMax: 1 }, events);
+  // Most starts have none: one read, and no transaction. Several processes that find the same
+  // ones pending wait for each other in migrate(), which looks again.
+  if ((await pendingMigrations(db, await migrationVersions(config.sqlDir))).length > 0) {
+    // PGlite enforces no statement time-out, and its one connection is db.
+    const own = config.databaseUrl
+      ? await openDatabase({ ...config, statementTimeoutMs: config.migrationTimeoutMs, dbPipelineConnections: 0, dbPoolMax: 1 }, events)
+      : db;
     try {
       await migrate(own, config.sqlDir);
     } finally {
-      await own.close();
+      if (own !== db) await own.close();
     }
-  } else {
-    await migrate(db, config.sqlDir);
   }
   if (config.demoData && (await loadDemoData(db, config.sqlDir))) console.log('portfolio: loaded the demo data into the empty database');
 }

@@ -75,7 +75,6 @@ export class Searcher {
     return this.limits.cap;
   }
 
-
   /** The words of the lines as the index knows them. */
   async words(db: Db, lines: readonly ParsedLine[]): Promise<Map<string, WordInfo>> {
     const lookups = lookupsOf(lines);
@@ -124,11 +123,11 @@ export class Searcher {
     if (person) {
       parts.push(`(SELECT 'person'::text AS typ, p.id, p.id AS person_id, NULL::text AS art, NULL::integer AS jahr,
                           p.suche_name AS sort_title, ${person.score} AS score
-                     FROM ${rows('person', 'p', person)} LIMIT ${limit})`);
+                     FROM ${rowsFound('person', 'p', person)} LIMIT ${limit})`);
     }
     if (werk) {
       parts.push(`(SELECT 'werk'::text AS typ, w.id, w.person_id, w.art, w.jahr, w.suche_titel AS sort_title, ${werk.score} AS score
-                     FROM ${rows('werk', 'w', werk)} LIMIT ${limit})`);
+                     FROM ${rowsFound('werk', 'w', werk)} LIMIT ${limit})`);
     }
     const found: Found = { total: 0, exact: true, hits: [], facets: { rtype: [], creator: [], decade: [] }, marks: marksOf(spec.lines, words) };
     if (parts.length === 0) return found;
@@ -300,7 +299,7 @@ const orderBy: Record<Sort, string> = {
  * the LIMIT above stops that as soon as it has its rows. A frequent word's first block is a
  * few thousand entries, where its whole entry was tens of thousands, read before any LIMIT.
  */
-function rows(table: 'person' | 'werk', alias: string, query: KindQuery): string {
+export function rowsFound(table: 'person' | 'werk', alias: string, query: KindQuery): string {
   if (query.probe === null) return `${table} ${alias} WHERE ${query.where}`;
   return `generate_series((SELECT min(id) FROM ${table}) >> 16, (SELECT max(id) FROM ${table}) >> 16) AS b(n)
           CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias}
