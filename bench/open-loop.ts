@@ -23,6 +23,8 @@ export interface RateResult {
   /** Those of the requests that opened a connection (the rest reused one). */
   opening: number[];
   errors: number;
+  /** The errors by code (ECONNRESET, …; "unanswered" for requests still open at the end). */
+  errorCodes: Record<string, number>;
   non2xx: number;
   /** Requests answered (any status) per second of the run, waiting for the last ones included. */
   achieved: number;
@@ -43,6 +45,7 @@ export function runAtRate(options: RateOptions): Promise<RateResult> {
   const used = usedSockets.get(agent) ?? new WeakSet<object>();
   usedSockets.set(agent, used);
   let errors = 0;
+  const errorCodes: Record<string, number> = {};
   let non2xx = 0;
   let sent = 0;
   let settled = 0;
@@ -55,12 +58,19 @@ export function runAtRate(options: RateOptions): Promise<RateResult> {
       clearInterval(ticker);
       clearTimeout(deadline);
       if (!options.agent) agent.destroy();
+      if (total > settled) errorCodes.unanswered = total - settled;
       errors += total - settled;
-      resolve({ latencies, opening, errors, non2xx, achieved: latencies.length / ((performance.now() - started) / 1000) });
+      resolve({ latencies, opening, errors, errorCodes, non2xx, achieved: latencies.length / ((performance.now() - started) / 1000) });
     };
     const settle = () => {
       settled++;
       if (settled === total) finish();
+    };
+    const failed = (error: NodeJS.ErrnoException) => {
+      errors++;
+      const code = error.code ?? error.message;
+      errorCodes[code] = (errorCodes[code] ?? 0) + 1;
+      settle();
     };
     const send = (due: number) => {
       let first = false;
@@ -72,9 +82,9 @@ export function runAtRate(options: RateOptions): Promise<RateResult> {
           if (res.statusCode === undefined || res.statusCode < 200 || res.statusCode > 299) non2xx++;
           settle();
         });
-        res.on('error', () => { errors++; settle(); });
+        res.on('error', failed);
       });
-      req.on('error', () => { errors++; settle(); });
+      req.on('error', failed);
       req.on('socket', (socket) => {
         first = !used.has(socket);
         used.add(socket);
@@ -90,9 +100,15 @@ export function runAtRate(options: RateOptions): Promise<RateResult> {
   });
 }
 
-/** At most `connections` keep-alive connections, shared by the runs given it. */
+/**
+ * At most `connections` keep-alive connections, shared by the runs given it. A connection idle for
+ * 4 s is closed by this side, before the servers' keep-alive of 5 s closes it: a request sent on a
+ * connection at the moment the server closes it fails with ECONNRESET, which would count as an
+ * error of the server (Node's agent takes the server's `Keep-Alive: timeout=5` as is, without a
+ * margin). As nginx's `keepalive_timeout` below the upstream's does.
+ */
 export function keepAliveAgent(connections: number): http.Agent {
-  return new http.Agent({ keepAlive: true, maxSockets: connections, keepAliveMsecs: 1000 });
+  return new http.Agent({ keepAlive: true, maxSockets: connections, keepAliveMsecs: 1000, timeout: 4000 });
 }
 
 /** The percentile p (0–100) of sorted latencies. */

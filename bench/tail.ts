@@ -182,7 +182,7 @@ async function main(): Promise<void> {
     // The same pages at a fixed rate, latency from the due time (bench/open-loop.ts).
     for (const neighbour of [false, true]) {
       const name = `person JSON at ${rate} req/s, from the due time${neighbour ? ', beside a varying neighbour' : ''}`;
-      const runs = new Map(servers.map((s) => [s, { latencies: [] as number[], opening: [] as number[], errors: 0, non2xx: 0, achieved: 0, peakRssKb: 0 }]));
+      const runs = new Map(servers.map((s) => [s, { latencies: [] as number[], opening: [] as number[], errors: 0, errorCodes: {} as Record<string, number>, non2xx: 0, achieved: 0, peakRssKb: 0 }]));
       const randoms = new Map(servers.map((s) => [s, createRandom(neighbour ? 4001 : 4000)]));
       // Each server keeps its connections from slice to slice, as a proxy in front of it would:
       // the tail measured is that of requests, not of opening connections (reported apart).
@@ -196,6 +196,7 @@ async function main(): Promise<void> {
           run.latencies.push(...r.latencies);
           run.opening.push(...r.opening);
           run.errors += r.errors;
+          for (const [code, count] of Object.entries(r.errorCodes)) run.errorCodes[code] = (run.errorCodes[code] ?? 0) + count;
           run.non2xx += r.non2xx;
           run.achieved += r.achieved / slices;
         } finally {
@@ -211,7 +212,7 @@ async function main(): Promise<void> {
         p99s.push(percentile(sorted, 99));
         table.push(`| ${name} | ${s.role} | ${run.achieved.toFixed(0)} | ${at(50)} | ${at(99)} | ${at(99.9)} | ${at(100)} | ${run.errors} | ${run.non2xx} | ${(run.peakRssKb / 1024).toFixed(0)} |`);
         const opened = run.opening.sort((a, b) => a - b);
-        console.log(`bench: ${name}: ${s.role}: ${opened.length} requests opened a connection, p50 ${percentile(opened, 50).toFixed(1)} ms, max ${(opened[opened.length - 1] ?? 0).toFixed(1)} ms`);
+        console.log(`bench: ${name}: ${s.role}: ${opened.length} requests opened a connection, p50 ${percentile(opened, 50).toFixed(1)} ms, max ${(opened[opened.length - 1] ?? 0).toFixed(1)} ms${run.errors ? `; errors ${JSON.stringify(run.errorCodes)}` : ''}`);
       }
       console.log(`bench: ${name}: product p99 ${p99s[0]?.toFixed(1)} ms, ${((p99s[0] ?? 0) / (p99s[1] ?? 1)).toFixed(2)}x the cluster baseline's (${p99s[1]?.toFixed(1)} ms)`);
     }

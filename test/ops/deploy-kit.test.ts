@@ -104,7 +104,10 @@ describe('the Dockerfile', () => {
     assert.ok(ops.lastIndexOf('USER') < ops.indexOf('CMD'));
     const health = final.instructions.find((i) => i.op === 'HEALTHCHECK');
     assert.match(health?.args ?? '', /\/healthz/);
-    assert.match(final.instructions.find((i) => i.op === 'CMD')?.args ?? '', /"dist\/server\.js"/);
+    // The command is npm start's, without npm.
+    const start = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).scripts.start as string;
+    const command = start.replace('NODE_ENV=production ', '').split(' ').map((word) => JSON.stringify(word)).join(', ');
+    assert.equal(final.instructions.findLast((i) => i.op === 'CMD')?.args, `[${command}]`);
   });
 
   test('copies only files that exist, are not left out of the context, and stages that are there', () => {
