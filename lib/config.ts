@@ -51,7 +51,11 @@ export interface Config {
   dbPreparedStatements: boolean;
   /** Connections of each process's pool. */
   dbPoolMax: number;
-  /** Connections of each process that carry short statements in pipeline mode; 0 sends them through the pool. */
+  /**
+   * Connections of each process that carry short statements in pipeline mode; 0 sends them
+   * through the pool. 4 by default: with 2, a worker's 32 requests in flight queued 16 deep on each,
+   * and the tail in cluster mode was 1.5x the plain cluster's (docs/performance.md, Tail latency).
+   */
   dbPipelineConnections: number;
   /** Milliseconds a database statement may run before it is cancelled. */
   statementTimeoutMs: number;
@@ -120,7 +124,7 @@ export function readConfig(env: Env = process.env): Config {
     replicaWaitMs: readInteger(env, 'REPLICA_WAIT_MS', 100, 0, 10_000),
     dbPreparedStatements: readBoolean(env, 'DB_PREPARED_STATEMENTS', true),
     dbPoolMax: readInteger(env, 'DB_POOL_MAX', 10, 1, 1000),
-    dbPipelineConnections: readInteger(env, 'DB_PIPELINE_CONNECTIONS', 2, 0, 64),
+    dbPipelineConnections: readInteger(env, 'DB_PIPELINE_CONNECTIONS', 4, 0, 64),
     statementTimeoutMs: readInteger(env, 'STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     searchMaxHits: readInteger(env, 'SEARCH_MAX_HITS', 1000, 10, 100_000),
     searchTimeoutMs: readInteger(env, 'SEARCH_TIMEOUT_MS', 250, 50, 600_000),
