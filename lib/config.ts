@@ -53,8 +53,10 @@ export interface Config {
   dbPoolMax: number;
   /**
    * Connections of each process that carry short statements in pipeline mode; 0 sends them
-   * through the pool. 4 by default: with 2, a worker's 32 requests in flight queued 16 deep on each,
-   * and the tail in cluster mode was 1.5x the plain cluster's (docs/performance.md, Tail latency).
+   * through the pool. 4 by default: with 2, each held half of a worker's requests in flight (16
+   * of 32 at 64 connections and two workers), and a PostgreSQL process that lost the processor
+   * held them all up: the p99 in cluster mode was about 1.8x the plain cluster's under wrk, with 4
+   * about 1.2x (docs/performance.md, Tail latency in cluster mode).
    */
   dbPipelineConnections: number;
   /** Milliseconds a database statement may run before it is cancelled. */
