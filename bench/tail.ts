@@ -2,9 +2,12 @@
 // with WEB_CONCURRENCY=2 against the strong baseline as a plain node:cluster of two workers
 // (bench/baseline.ts, BASELINE_WORKERS=2), taking turns in short slices: person JSON at 64
 // connections alone, then beside a neighbour whose load varies (bounded bursts of busy loops in two
-// threads); then both again at a fixed rate, each latency counted from when the request was due
-// (bench/open-loop.ts), which shows stalls a closed loop hides. Then the product alone in a mixed case: person and work pages, person lists, uncached
-// searches and a librarian's changes, at 64 connections. Each case reports req/s, p50, p99, p99.9,
+// threads); where wrk is installed, alone again driven by wrk (bench/wrk.ts), which needs less of
+// the processor than autocannon and so drives the servers harder; then alone and beside the
+// neighbour at a fixed rate, each latency counted from when the request was due
+// (bench/open-loop.ts), which shows stalls a closed loop hides. Then the product alone in a mixed
+// case: person and work pages, person lists, uncached searches and a librarian's changes, at 64
+// connections. Each case reports req/s, p50, p99, p99.9,
 // max and the largest process's peak RSS (a worker's, in cluster mode).
 // BENCH_WORKS (default 200000; the database of `npm run bench`, reused when it is there),
 // BENCH_SECONDS (default 20) per server and case, BENCH_SLICES (default 8), BENCH_RATE (default
@@ -22,6 +25,8 @@ import { combine, readLargestRssKb, runSlice } from './load.ts';
 import { keepAliveAgent, percentile, runAtRate } from './open-loop.ts';
 import type { Started } from './run.ts';
 import { buildBaseline, prepareDataset, startServer, stopServer, watchStatements } from './run.ts';
+import type { WrkSlice } from './wrk.ts';
+import { combineWrk, prepareWrk, runWrk, wrkInstalled } from './wrk.ts';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const works = Number(process.env.BENCH_WORKS ?? 200_000);
@@ -178,6 +183,33 @@ async function main(): Promise<void> {
       for (const { role, result } of results) table.push(line(`${c.name} | ${role}`, result));
       const [product, baseline] = results.map((r) => r.result) as [LoadResult, LoadResult];
       console.log(`bench: ${c.name}: product p99 ${product.p99} ms, ${(product.p99 / baseline.p99).toFixed(2)}x the cluster baseline's (${baseline.p99} ms); req/s ${(product.requestsPerSecond / baseline.requestsPerSecond).toFixed(2)}x`);
+    }
+    // The same closed loop driven by wrk, which leaves the servers more of the processor.
+    if (wrkInstalled()) {
+      const name = 'person JSON, wrk (median of the slices\' percentiles)';
+      const files = prepareWrk(logDir, dataset.slugs.map((slug) => `/person/${slug}.json`));
+      const sliced = new Map(servers.map((s) => [s, [] as WrkSlice[]]));
+      const peaks = new Map(servers.map((s) => [s, 0]));
+      let seed = 0;
+      await inTurns(servers, quiet, false, async (s) => {
+        const pid = s.server.child.pid ?? 0;
+        const sampler = setInterval(() => { peaks.set(s, Math.max(peaks.get(s)!, readLargestRssKb(pid))); }, 100);
+        try {
+          sliced.get(s)!.push(await runWrk({ origin: s.server.origin, files, connections, seconds: seconds / slices, seed: ++seed }));
+        } finally {
+          clearInterval(sampler);
+        }
+      });
+      const results = servers.map((s) => ({ s, r: combineWrk(sliced.get(s)!), p99s: sliced.get(s)!.map((x) => x.p99) }));
+      for (const { s, r } of results) {
+        const rounded = (ms: number) => Math.round(ms);
+        table.push(`| ${name} | ${s.role} | ${(r.requests / r.seconds).toFixed(0)} | ${rounded(r.p50)} | ${rounded(r.p99)} | ${rounded(r.p99_9)} | ${rounded(r.max)} | ${r.errors} | ${r.non2xx} | ${(peaks.get(s)! / 1024).toFixed(0)} |`);
+      }
+      const [product, baseline] = results as [typeof results[0], typeof results[0]];
+      const pairs = product.p99s.map((p99, i) => (p99 / (baseline.p99s[i] ?? p99)).toFixed(2));
+      console.log(`bench: ${name}: product p99 ${product.r.p99.toFixed(1)} ms, ${(product.r.p99 / baseline.r.p99).toFixed(2)}x the cluster baseline's (${baseline.r.p99.toFixed(1)} ms); per slice ${pairs.join(', ')}; req/s ${((product.r.requests / product.r.seconds) / (baseline.r.requests / baseline.r.seconds)).toFixed(2)}x`);
+    } else {
+      console.log('bench: no wrk on this machine (apt-get install wrk): its case is left out');
     }
     // The same pages at a fixed rate, latency from the due time (bench/open-loop.ts).
     for (const neighbour of [false, true]) {
