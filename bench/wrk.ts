@@ -57,7 +57,8 @@ export function prepareWrk(dir: string, paths: readonly string[]): { script: str
 /** One run of wrk with two threads; `seed` makes its choice of paths differ from run to run. */
 export function runWrk(options: { origin: string; files: { script: string; paths: string }; connections: number; seconds: number; seed: number }): Promise<WrkSlice> {
   const { origin, files, connections, seconds, seed } = options;
-  const args = ['-t2', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', files.script, `${origin}/`, '--', String(seed), files.paths];
+  // wrk takes whole seconds.
+  const args = ['-t2', `-c${connections}`, `-d${Math.max(1, Math.round(seconds))}s`, '--timeout', '10s', '-s', files.script, `${origin}/`, '--', String(seed), files.paths];
   return new Promise((resolve, reject) => {
     const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';

@@ -59,6 +59,12 @@ export interface Config {
    * about 1.2x (docs/performance.md, Tail latency in cluster mode).
    */
   dbPipelineConnections: number;
+  /**
+   * Statements each pipelined connection carries at once; more wait in the process, in turn, for
+   * the first connection with room, so that a PostgreSQL process that loses the processor holds up
+   * this many and not a share of all (docs/performance.md, Tail latency in cluster mode).
+   */
+  dbPipelineDepth: number;
   /** Milliseconds a database statement may run before it is cancelled. */
   statementTimeoutMs: number;
   /** Search (docs/interface.md, Search): hits of each kind taken from the index, its time-out, its share of connections. */
@@ -127,6 +133,7 @@ export function readConfig(env: Env = process.env): Config {
     dbPreparedStatements: readBoolean(env, 'DB_PREPARED_STATEMENTS', true),
     dbPoolMax: readInteger(env, 'DB_POOL_MAX', 10, 1, 1000),
     dbPipelineConnections: readInteger(env, 'DB_PIPELINE_CONNECTIONS', 4, 0, 64),
+    dbPipelineDepth: readInteger(env, 'DB_PIPELINE_DEPTH', 4, 1, 1000),
     statementTimeoutMs: readInteger(env, 'STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     searchMaxHits: readInteger(env, 'SEARCH_MAX_HITS', 1000, 10, 100_000),
     searchTimeoutMs: readInteger(env, 'SEARCH_TIMEOUT_MS', 250, 50, 600_000),

@@ -72,6 +72,7 @@ function openPostgresFor(config: Config, url: string, events: DatabaseEvents): D
     statementTimeoutMs: config.statementTimeoutMs,
     maxConnections: config.dbPoolMax,
     pipelineConnections: config.dbPipelineConnections,
+    pipelineDepth: config.dbPipelineDepth,
     preparedStatements: config.dbPreparedStatements,
     connectTimeoutMs: config.dbConnectTimeoutMs,
     outcomeTimeoutMs: config.dbOutcomeTimeoutMs,

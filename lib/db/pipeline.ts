@@ -12,6 +12,8 @@ interface PipelineOptions {
   connectTimeoutMs?: number;
   /** How many connections carry pipelined statements (default 2): a slow statement holds up only its own. */
   pipelineConnections?: number;
+  /** Statements on each connection at once (default: no bound); more wait in `queue`. */
+  pipelineDepth?: number;
   timeouts: Timeouts;
   onError?: (err: Error) => void;
 }
@@ -23,7 +25,7 @@ interface Pipe {
   connected: boolean;
   /** Lost, cut or closed: the next statement opens a new connection in its place. */
   broken: boolean;
-  /** Statements waiting for the connection to open. */
+  /** Statements waiting for the connection to open, or given this connection and about to be sent. */
   waiting: number;
   /** The watchdog's ticks from which the statements now on the wire are watched, in the order sent. */
   sent: number[];
@@ -33,7 +35,8 @@ interface Pipe {
 
 /**
  * The connections that carry statements marked `pipeline` (QueryOptions), in node-postgres's
- * pipeline mode. Each statement goes to the connection with the fewest waiting or unanswered. The
+ * pipeline mode. Each statement goes to the connection with the fewest waiting or unanswered,
+ * once one has fewer than `pipelineDepth`; until then it waits its turn in the process. The
  * socket is corked from the first statement of a turn of the event loop to its end, so the
  * statements of all requests that arrived in that turn leave in one write, where a pool writes
  * once per statement and wakes a server process each time (docs/performance.md).
@@ -42,23 +45,30 @@ interface Pipe {
  */
 export class Pipelines {
   private readonly pipes: (Pipe | null)[];
+  /** Statements waiting for a connection with fewer than `depth` of them, oldest first. */
+  private readonly queue: ((pipe: Pipe) => void)[] = [];
+  private readonly depth: number;
 
   constructor(private readonly options: PipelineOptions, private readonly watchdog: ReadWatchdog) {
     this.pipes = Array.from({ length: options.pipelineConnections ?? 2 }, () => null);
+    this.depth = options.pipelineDepth ?? Infinity;
   }
 
   async query<R>(config: pg.QueryConfig): Promise<R[]> {
     // The wait for a connection to open counts as the statement's own time (ReadWatchdog.query).
     const since = this.watchdog.now;
-    const pipe = this.pick();
+    const pipe = await this.take();
     if (!pipe.connected) {
-      pipe.waiting++;
       try {
         await pipe.ready;
-      } finally {
+      } catch (err) {
         pipe.waiting--;
+        this.release();
+        throw err;
       }
     }
+    // Counted in `sent` from here on, in the same turn.
+    pipe.waiting--;
     try {
       const { perStatement } = this.options.timeouts;
       if (!perStatement) return (await this.send(pipe, config, since)).rows as R[];
@@ -77,7 +87,7 @@ export class Pipelines {
 
   /** Statements sent or waiting for their connection to open, not answered yet. */
   unanswered(): number {
-    return this.pipes.reduce((sum, pipe) => sum + (pipe ? pipe.waiting + pipe.sent.length : 0), 0);
+    return this.pipes.reduce((sum, pipe) => sum + (pipe ? pipe.waiting + pipe.sent.length : 0), this.queue.length);
   }
 
   /** Says goodbye on idle connections; one with a statement still unanswered is cut, as end() would wait for it. */
@@ -88,6 +98,26 @@ export class Pipelines {
       this.discard(pipe, idle ? 'end' : 'destroy');
       return idle ? pipe.client.end().catch(() => undefined) : undefined;
     }));
+  }
+
+  /** A connection for one statement, counted in its `waiting` until sent; in turn when all are full. */
+  private take(): Promise<Pipe> | Pipe {
+    const pipe = this.pick();
+    if (this.queue.length === 0 && pipe.waiting + pipe.sent.length < this.depth) {
+      pipe.waiting++;
+      return pipe;
+    }
+    return new Promise((resolve) => this.queue.push(resolve));
+  }
+
+  /** Hands connections with room to the statements in the queue. */
+  private release(): void {
+    while (this.queue.length > 0) {
+      const pipe = this.pick();
+      if (pipe.waiting + pipe.sent.length >= this.depth) return;
+      pipe.waiting++;
+      this.queue.shift()?.(pipe);
+    }
   }
 
   /** The connection with the fewest statements waiting or unanswered; a missing or broken one is opened. */
@@ -140,6 +170,7 @@ export class Pipelines {
         // Answers come in the order the statements were sent; a failed connection fails them all.
         pipe.sent.shift();
         client[started] = oldest(pipe.sent);
+        this.release();
         if (err) reject(err);
         else resolve(result);
       });

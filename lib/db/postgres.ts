@@ -19,6 +19,8 @@ interface PostgresOptions {
   maxConnections?: number;
   /** Connections in pipeline mode for statements marked `pipeline` (default 2); 0 sends them through the pool. */
   pipelineConnections?: number;
+  /** Statements on each pipelined connection at once (default: no bound); more wait for room, in turn. */
+  pipelineDepth?: number;
   /**
    * Named statements and session settings (default true). Off behind a pooler in transaction
    * mode (PgBouncer), which hands each transaction whichever server connection is free: every

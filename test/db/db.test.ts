@@ -111,6 +111,28 @@ test('pipelined statements of many requests at once each get their own answer, o
   assert.ok(!pids.has(await backendPid(db)));
 });
 
+test('with a depth of one a statement waits in the process for a free connection, not behind a slow one on the wire', onPostgres, async () => {
+  const bounded = openPostgres({ connectionString: testDb.url as string, statementTimeoutMs: 5000, maxConnections: 1, pipelineConnections: 2, pipelineDepth: 1 });
+  try {
+    await Promise.all([bounded.query('SELECT 1', [], pipelined), bounded.query('SELECT 1', [], pipelined)]);
+    const answered: string[] = [];
+    const note = (name: string) => (rows: unknown[]) => { answered.push(name); return rows; };
+    // slow takes one connection and fast the other; next finds both full and waits for the first
+    // to have room: fast's, whose answer comes long before slow's. Without the bound it would
+    // have gone onto slow's connection (both had one) and come after it.
+    const slow = bounded.query('SELECT pg_sleep(0.5)', [], pipelined).then(note('slow'));
+    const fast = bounded.query('SELECT 1', [], pipelined).then(note('fast'));
+    const next = bounded.query<{ n: number }>('SELECT 2 AS n', [], pipelined).then(note('next'));
+    assert.equal(bounded.stats()?.pipelined, 3);
+    await Promise.all([slow, fast, next]);
+    assert.deepEqual(answered, ['fast', 'next', 'slow']);
+    assert.deepEqual(await next, [{ n: 2 }]);
+    assert.equal(bounded.stats()?.pipelined, 0);
+  } finally {
+    await bounded.close();
+  }
+});
+
 test('a pipelined statement the server refuses fails alone; the ones around it are answered and the connections stay', onPostgres, async () => {
   const before = await pipelinePids();
   const outcomes = await Promise.allSettled([
