@@ -46,8 +46,9 @@ interface Pipe {
 export class Pipelines {
   private readonly pipes: (Pipe | null)[];
   /** Statements waiting for a connection with fewer than `depth` of them, oldest first. */
-  private readonly queue: ((pipe: Pipe) => void)[] = [];
+  private readonly queue: { resolve: (pipe: Pipe) => void; reject: (err: Error) => void }[] = [];
   private readonly depth: number;
+  private closed = false;
 
   constructor(private readonly options: PipelineOptions, private readonly watchdog: ReadWatchdog) {
     this.pipes = Array.from({ length: options.pipelineConnections ?? 2 }, () => null);
@@ -92,6 +93,8 @@ export class Pipelines {
 
   /** Says goodbye on idle connections; one with a statement still unanswered is cut, as end() would wait for it. */
   async close(): Promise<void> {
+    this.closed = true;
+    for (const waiter of this.queue.splice(0)) waiter.reject(new DbUnavailableError('database unavailable: the connections are closing'));
     await Promise.all(this.pipes.map((pipe) => {
       if (!pipe) return undefined;
       const idle = pipe.connected && !pipe.broken && pipe.sent.length === 0;
@@ -107,16 +110,16 @@ export class Pipelines {
       pipe.waiting++;
       return pipe;
     }
-    return new Promise((resolve) => this.queue.push(resolve));
+    return new Promise((resolve, reject) => this.queue.push({ resolve, reject }));
   }
 
   /** Hands connections with room to the statements in the queue. */
   private release(): void {
-    while (this.queue.length > 0) {
+    while (this.queue.length > 0 && !this.closed) {
       const pipe = this.pick();
       if (pipe.waiting + pipe.sent.length >= this.depth) return;
       pipe.waiting++;
-      this.queue.shift()?.(pipe);
+      this.queue.shift()?.resolve(pipe);
     }
   }
 

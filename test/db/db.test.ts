@@ -133,6 +133,19 @@ test('with a depth of one a statement waits in the process for a free connection
   }
 });
 
+test('statements still waiting for room when the connections close fail as unavailable, as those on the wire do', onPostgres, async () => {
+  const bounded = openPostgres({ connectionString: testDb.url as string, statementTimeoutMs: 5000, maxConnections: 1, pipelineConnections: 1, pipelineDepth: 1 });
+  await bounded.query('SELECT 1', [], pipelined);
+  // Their outcomes are taken at once: they fail while close() runs.
+  const slow = bounded.query('SELECT pg_sleep(0.3)', [], pipelined).then(() => null, (err: Error) => err);
+  const waiting = bounded.query('SELECT 1', [], pipelined).then(() => null, (err: Error) => err);
+  assert.equal(bounded.stats()?.pipelined, 2);
+  await bounded.close();
+  assert.ok((await waiting) instanceof DbUnavailableError, String(await waiting));
+  assert.ok((await slow) instanceof DbUnavailableError, String(await slow));
+  assert.equal(bounded.stats()?.pipelined, 0);
+});
+
 test('a pipelined statement the server refuses fails alone; the ones around it are answered and the connections stay', onPostgres, async () => {
   const before = await pipelinePids();
   const outcomes = await Promise.allSettled([
