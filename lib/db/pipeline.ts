@@ -38,7 +38,7 @@ interface Pipe {
  * pipeline mode. Each statement goes to the connection with the fewest waiting or unanswered,
  * once one has fewer than `pipelineDepth`; until then it waits its turn in the process. The
  * socket is corked from the first statement of a turn of the event loop to its end, so the
- * statements of all requests that arrived in that turn leave in one write, where a pool writes
+ * statements it gets in that turn leave in one write, where a pool writes
  * once per statement and wakes a server process each time (docs/performance.md).
  * Failures are classified as the pool's are; a connection that fails, or whose oldest statement
  * gets no answer in time (the watchdog), fails all of its statements and is replaced.
