@@ -48,14 +48,11 @@ const { aggregateResult } = autocannon as unknown as {
 
 /** One run, not yet aggregated, with the server's peak RSS during it. */
 export async function runSlice(options: LoadOptions): Promise<Slice> {
-  let peakRssKb = readLargestRssKb(options.pid);
-  const sampler = setInterval(() => { peakRssKb = Math.max(peakRssKb, readLargestRssKb(options.pid)); }, 100);
   const { nextPath } = options;
   type Next = ReturnType<NonNullable<LoadOptions['nextRequest']>>;
   const next: (() => Next) | null = options.nextRequest ?? (nextPath ? () => ({ method: 'GET', path: nextPath() }) : null);
   if (!next) throw new Error('runSlice needs nextPath or nextRequest');
-  try {
-    const raw = await autocannon({
+  const { value: raw, peakRssKb } = await withPeakRss(options.pid, async () => await autocannon({
       url: options.origin,
       connections: options.connections,
       duration: options.seconds,
@@ -67,8 +64,17 @@ export async function runSlice(options: LoadOptions): Promise<Slice> {
           return { ...request, ...rest, headers: { ...request.headers, ...headers } } as autocannon.Request;
         },
       }],
-    }) as unknown as Slice['raw'];
-    return { raw, origin: options.origin, connections: options.connections, peakRssKb };
+  }) as unknown as Slice['raw']);
+  return { raw, origin: options.origin, connections: options.connections, peakRssKb };
+}
+
+/** Runs `run` while sampling the largest RSS of a process and its children every 100 ms; the highest in kB. */
+export async function withPeakRss<T>(pid: number, run: () => Promise<T>): Promise<{ value: T; peakRssKb: number }> {
+  let peakRssKb = readLargestRssKb(pid);
+  const sampler = setInterval(() => { peakRssKb = Math.max(peakRssKb, readLargestRssKb(pid)); }, 100);
+  try {
+    const value = await run();
+    return { value, peakRssKb: Math.max(peakRssKb, readLargestRssKb(pid)) };
   } finally {
     clearInterval(sampler);
   }
@@ -107,7 +113,7 @@ export function readRssKb(pid: number): number {
 }
 
 /** The largest VmRSS among a process and its children, in kB: a cluster's largest worker. */
-export function readLargestRssKb(pid: number): number {
+function readLargestRssKb(pid: number): number {
   let children: number[] = [];
   try {
     children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);

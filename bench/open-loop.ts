@@ -44,7 +44,6 @@ export function runAtRate(options: RateOptions): Promise<RateResult> {
   const opening: number[] = [];
   const used = usedSockets.get(agent) ?? new WeakSet<object>();
   usedSockets.set(agent, used);
-  let errors = 0;
   const errorCodes: Record<string, number> = {};
   let non2xx = 0;
   let sent = 0;
@@ -59,7 +58,7 @@ export function runAtRate(options: RateOptions): Promise<RateResult> {
       clearTimeout(deadline);
       if (!options.agent) agent.destroy();
       if (total > settled) errorCodes.unanswered = total - settled;
-      errors += total - settled;
+      const errors = Object.values(errorCodes).reduce((sum, count) => sum + count, 0);
       resolve({ latencies, opening, errors, errorCodes, non2xx, achieved: latencies.length / ((performance.now() - started) / 1000) });
     };
     const settle = () => {
@@ -67,7 +66,6 @@ export function runAtRate(options: RateOptions): Promise<RateResult> {
       if (settled === total) finish();
     };
     const failed = (error: NodeJS.ErrnoException) => {
-      errors++;
       const code = error.code ?? error.message;
       errorCodes[code] = (errorCodes[code] ?? 0) + 1;
       settle();

@@ -21,7 +21,7 @@ import pg from 'pg';
 import { buildServer, startArguments } from '../bin/build.ts';
 import { createRandom, titleNouns } from '../bin/lib/sample-data.ts';
 import type { LoadOptions, LoadResult, Slice } from './load.ts';
-import { combine, readLargestRssKb, runSlice } from './load.ts';
+import { combine, runSlice, withPeakRss } from './load.ts';
 import { keepAliveAgent, percentile, runAtRate } from './open-loop.ts';
 import type { Started } from './run.ts';
 import { buildBaseline, prepareDataset, startServer, stopServer, watchStatements } from './run.ts';
@@ -188,52 +188,41 @@ async function main(): Promise<void> {
     if (wrkInstalled()) {
       const name = 'person JSON, wrk (median of the slices\' percentiles)';
       const files = prepareWrk(logDir, dataset.slugs.map((slug) => `/person/${slug}.json`));
-      const sliced = new Map(servers.map((s) => [s, [] as WrkSlice[]]));
-      const peaks = new Map(servers.map((s) => [s, 0]));
+      const sliced = new Map(servers.map((s) => [s, [] as (WrkSlice & { peakRssKb: number })[]]));
       let seed = 0;
       await inTurns(servers, quiet, false, async (s) => {
-        const pid = s.server.child.pid ?? 0;
-        const sampler = setInterval(() => { peaks.set(s, Math.max(peaks.get(s)!, readLargestRssKb(pid))); }, 100);
-        try {
-          sliced.get(s)!.push(await runWrk({ origin: s.server.origin, files, connections, seconds: seconds / slices, seed: ++seed }));
-        } finally {
-          clearInterval(sampler);
-        }
+        const { value, peakRssKb } = await withPeakRss(s.server.child.pid ?? 0, () => runWrk({ origin: s.server.origin, files, connections, seconds: seconds / slices, seed: ++seed }));
+        sliced.get(s)!.push({ ...value, peakRssKb });
       });
-      const results = servers.map((s) => ({ s, r: combineWrk(sliced.get(s)!), p99s: sliced.get(s)!.map((x) => x.p99) }));
-      for (const { s, r } of results) {
-        const rounded = (ms: number) => Math.round(ms);
-        table.push(`| ${name} | ${s.role} | ${(r.requests / r.seconds).toFixed(0)} | ${rounded(r.p50)} | ${rounded(r.p99)} | ${rounded(r.p99_9)} | ${rounded(r.max)} | ${r.errors} | ${r.non2xx} | ${(peaks.get(s)! / 1024).toFixed(0)} |`);
-      }
-      const [product, baseline] = results as [typeof results[0], typeof results[0]];
+      const [product, baseline] = servers.map((s) => {
+        const result = combineWrk(sliced.get(s)!);
+        table.push(line(`${name} | ${s.role}`, result));
+        return { result, p99s: sliced.get(s)!.map((x) => x.p99) };
+      }) as [{ result: LoadResult; p99s: number[] }, { result: LoadResult; p99s: number[] }];
       const pairs = product.p99s.map((p99, i) => (p99 / (baseline.p99s[i] ?? p99)).toFixed(2));
-      console.log(`bench: ${name}: product p99 ${product.r.p99.toFixed(1)} ms, ${(product.r.p99 / baseline.r.p99).toFixed(2)}x the cluster baseline's (${baseline.r.p99.toFixed(1)} ms); per slice ${pairs.join(', ')}; req/s ${((product.r.requests / product.r.seconds) / (baseline.r.requests / baseline.r.seconds)).toFixed(2)}x`);
+      console.log(`bench: ${name}: product p99 ${product.result.p99} ms, ${(product.result.p99 / baseline.result.p99).toFixed(2)}x the cluster baseline's (${baseline.result.p99} ms); per slice ${pairs.join(', ')}; req/s ${(product.result.requestsPerSecond / baseline.result.requestsPerSecond).toFixed(2)}x`);
     } else {
       console.log('bench: no wrk on this machine (apt-get install wrk): its case is left out');
     }
     // The same pages at a fixed rate, latency from the due time (bench/open-loop.ts).
     for (const neighbour of [false, true]) {
       const name = `person JSON at ${rate} req/s, from the due time${neighbour ? ', beside a varying neighbour' : ''}`;
-      const runs = new Map(servers.map((s) => [s, { latencies: [] as number[], opening: [] as number[], errors: 0, errorCodes: {} as Record<string, number>, non2xx: 0, achieved: 0, peakRssKb: 0 }]));
+      const runs = new Map(servers.map((s) => [s, { latencies: [] as number[], opening: [] as number[], errorCodes: {} as Record<string, number>, non2xx: 0, achieved: 0, peakRssKb: 0 }]));
       const randoms = new Map(servers.map((s) => [s, createRandom(neighbour ? 4001 : 4000)]));
       // Each server keeps its connections from slice to slice, as a proxy in front of it would:
       // the tail measured is that of requests, not of opening connections (reported apart).
       const agents = new Map(servers.map((s) => [s, keepAliveAgent(connections)]));
       await inTurns(servers, quiet, neighbour, async (s) => {
         const run = runs.get(s)!;
-        const pid = s.server.child.pid ?? 0;
-        const sampler = setInterval(() => { run.peakRssKb = Math.max(run.peakRssKb, readLargestRssKb(pid)); }, 100);
-        try {
-          const r = await runAtRate({ origin: s.server.origin, nextPath: person(randoms.get(s)!), rate, seconds: seconds / slices, connections, agent: agents.get(s) });
-          run.latencies.push(...r.latencies);
-          run.opening.push(...r.opening);
-          run.errors += r.errors;
-          for (const [code, count] of Object.entries(r.errorCodes)) run.errorCodes[code] = (run.errorCodes[code] ?? 0) + count;
-          run.non2xx += r.non2xx;
-          run.achieved += r.achieved / slices;
-        } finally {
-          clearInterval(sampler);
-        }
+        const { value: r, peakRssKb } = await withPeakRss(s.server.child.pid ?? 0, () => runAtRate({
+          origin: s.server.origin, nextPath: person(randoms.get(s)!), rate, seconds: seconds / slices, connections, agent: agents.get(s),
+        }));
+        run.latencies.push(...r.latencies);
+        run.opening.push(...r.opening);
+        for (const [code, count] of Object.entries(r.errorCodes)) run.errorCodes[code] = (run.errorCodes[code] ?? 0) + count;
+        run.non2xx += r.non2xx;
+        run.achieved += r.achieved / slices;
+        run.peakRssKb = Math.max(run.peakRssKb, peakRssKb);
       });
       for (const agent of agents.values()) agent.destroy();
       const p99s: number[] = [];
@@ -242,9 +231,10 @@ async function main(): Promise<void> {
         const sorted = run.latencies.sort((a, b) => a - b);
         const at = (p: number) => Math.round(percentile(sorted, p));
         p99s.push(percentile(sorted, 99));
-        table.push(`| ${name} | ${s.role} | ${run.achieved.toFixed(0)} | ${at(50)} | ${at(99)} | ${at(99.9)} | ${at(100)} | ${run.errors} | ${run.non2xx} | ${(run.peakRssKb / 1024).toFixed(0)} |`);
+        const errors = Object.values(run.errorCodes).reduce((sum, count) => sum + count, 0);
+        table.push(`| ${name} | ${s.role} | ${run.achieved.toFixed(0)} | ${at(50)} | ${at(99)} | ${at(99.9)} | ${at(100)} | ${errors} | ${run.non2xx} | ${(run.peakRssKb / 1024).toFixed(0)} |`);
         const opened = run.opening.sort((a, b) => a - b);
-        console.log(`bench: ${name}: ${s.role}: ${opened.length} requests opened a connection, p50 ${percentile(opened, 50).toFixed(1)} ms, max ${(opened[opened.length - 1] ?? 0).toFixed(1)} ms${run.errors ? `; errors ${JSON.stringify(run.errorCodes)}` : ''}`);
+        console.log(`bench: ${name}: ${s.role}: ${opened.length} requests opened a connection, p50 ${percentile(opened, 50).toFixed(1)} ms, max ${(opened[opened.length - 1] ?? 0).toFixed(1)} ms${errors ? `; errors ${JSON.stringify(run.errorCodes)}` : ''}`);
       }
       console.log(`bench: ${name}: product p99 ${p99s[0]?.toFixed(1)} ms, ${((p99s[0] ?? 0) / (p99s[1] ?? 1)).toFixed(2)}x the cluster baseline's (${p99s[1]?.toFixed(1)} ms)`);
     }

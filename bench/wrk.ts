@@ -6,19 +6,13 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { LoadResult } from './load.ts';
 
-export interface WrkSlice {
-  requests: number;
-  seconds: number;
-  p50: number;
-  p99: number;
-  p99_9: number;
-  max: number;
-  /** Connect, read, write errors and time-outs. */
-  errors: number;
-  /** Answers with a status of 400 or more. */
-  non2xx: number;
-}
+/**
+ * One run as wrk reports it: errors are connect, read and write errors and time-outs, non2xx
+ * the answers of status 400 or more; latencies in ms.
+ */
+export type WrkSlice = Pick<LoadResult, 'p50' | 'p99' | 'p99_9' | 'max' | 'errors' | 'non2xx'> & { requests: number; seconds: number };
 
 const script = `
 local threads = 0
@@ -77,9 +71,10 @@ export function runWrk(options: { origin: string; files: { script: string; paths
 
 /**
  * Slices of one server as one row: requests over the seconds they took, the longest request, and
- * the median of the slices' percentiles (wrk gives percentiles, not the latencies behind them).
+ * the median of the slices' percentiles (wrk gives percentiles, not the latencies behind them),
+ * in whole ms as autocannon's; each slice with the server's peak RSS during it.
  */
-export function combineWrk(slices: readonly WrkSlice[]): WrkSlice {
+export function combineWrk(slices: readonly (WrkSlice & { peakRssKb: number })[]): LoadResult {
   const median = (pick: (s: WrkSlice) => number) => {
     const sorted = slices.map(pick).sort((a, b) => a - b);
     const mid = Math.floor(sorted.length / 2);
@@ -87,8 +82,11 @@ export function combineWrk(slices: readonly WrkSlice[]): WrkSlice {
   };
   const sum = (pick: (s: WrkSlice) => number) => slices.reduce((total, s) => total + pick(s), 0);
   return {
-    requests: sum((s) => s.requests), seconds: sum((s) => s.seconds),
-    p50: median((s) => s.p50), p99: median((s) => s.p99), p99_9: median((s) => s.p99_9),
-    max: Math.max(...slices.map((s) => s.max)), errors: sum((s) => s.errors), non2xx: sum((s) => s.non2xx),
+    requestsPerSecond: sum((s) => s.requests) / sum((s) => s.seconds),
+    p50: Math.round(median((s) => s.p50)), p99: Math.round(median((s) => s.p99)), p99_9: Math.round(median((s) => s.p99_9)),
+    max: Math.round(Math.max(...slices.map((s) => s.max))), errors: sum((s) => s.errors), non2xx: sum((s) => s.non2xx),
+    peakRssMb: Math.max(...slices.map((s) => s.peakRssKb)) / 1024,
+    // wrk counts answers of 400 and more, not each status.
+    statuses: {},
   };
 }

@@ -48,7 +48,6 @@ export class Pipelines {
   /** Statements waiting for a connection with fewer than `depth` of them, oldest first. */
   private readonly queue: { resolve: (pipe: Pipe) => void; reject: (err: Error) => void }[] = [];
   private readonly depth: number;
-  private closed = false;
 
   constructor(private readonly options: PipelineOptions, private readonly watchdog: ReadWatchdog) {
     this.pipes = Array.from({ length: options.pipelineConnections ?? 2 }, () => null);
@@ -93,7 +92,7 @@ export class Pipelines {
 
   /** Says goodbye on idle connections; one with a statement still unanswered is cut, as end() would wait for it. */
   async close(): Promise<void> {
-    this.closed = true;
+    // Emptied here, so that the answers of the connections cut below hand nothing on.
     for (const waiter of this.queue.splice(0)) waiter.reject(new DbUnavailableError('database unavailable: the connections are closing'));
     await Promise.all(this.pipes.map((pipe) => {
       if (!pipe) return undefined;
@@ -105,22 +104,25 @@ export class Pipelines {
 
   /** A connection for one statement, counted in its `waiting` until sent; in turn when all are full. */
   private take(): Promise<Pipe> | Pipe {
-    const pipe = this.pick();
-    if (this.queue.length === 0 && pipe.waiting + pipe.sent.length < this.depth) {
-      pipe.waiting++;
-      return pipe;
-    }
-    return new Promise((resolve, reject) => this.queue.push({ resolve, reject }));
+    const pipe = this.queue.length === 0 ? this.withRoom() : null;
+    return pipe ?? new Promise((resolve, reject) => this.queue.push({ resolve, reject }));
   }
 
   /** Hands connections with room to the statements in the queue. */
   private release(): void {
-    while (this.queue.length > 0 && !this.closed) {
-      const pipe = this.pick();
-      if (pipe.waiting + pipe.sent.length >= this.depth) return;
-      pipe.waiting++;
+    while (this.queue.length > 0) {
+      const pipe = this.withRoom();
+      if (!pipe) return;
       this.queue.shift()?.resolve(pipe);
     }
+  }
+
+  /** The connection pick() chooses, counted for one more statement, if it has fewer than `depth`. */
+  private withRoom(): Pipe | null {
+    const pipe = this.pick();
+    if (pipe.waiting + pipe.sent.length >= this.depth) return null;
+    pipe.waiting++;
+    return pipe;
   }
 
   /** The connection with the fewest statements waiting or unanswered; a missing or broken one is opened. */
