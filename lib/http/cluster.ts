@@ -115,6 +115,10 @@ function takeConnections(server: http.Server, app: Stoppable): void {
       open.delete(socket);
       closedAll();
     });
+    // As http.Server does for a connection it accepts itself (its noDelay, on by default): without
+    // it Nagle's algorithm may hold an answer back until the client acknowledges what came before,
+    // the tail of cluster mode (docs/performance.md, Tail latency).
+    socket.setNoDelay(true);
     server.emit('connection', socket);
     socket.resume();
   });
