@@ -65,6 +65,12 @@ export interface Config {
    * this many and not a share of all (docs/performance.md, Tail latency in cluster mode).
    */
   dbPipelineDepth: number;
+  /**
+   * Milliseconds a pipelined connection may go without answering before its statements are sent
+   * again on another that answers (0: never); a PostgreSQL process that loses the processor for
+   * a while then holds up none for longer (docs/performance.md, Tail latency in cluster mode).
+   */
+  dbPipelineRetryMs: number;
   /** Milliseconds a database statement may run before it is cancelled. */
   statementTimeoutMs: number;
   /** Search (docs/interface.md, Search): hits of each kind taken from the index, its time-out, its share of connections. */
@@ -134,6 +140,7 @@ export function readConfig(env: Env = process.env): Config {
     dbPoolMax: readInteger(env, 'DB_POOL_MAX', 10, 1, 1000),
     dbPipelineConnections: readInteger(env, 'DB_PIPELINE_CONNECTIONS', 4, 0, 64),
     dbPipelineDepth: readInteger(env, 'DB_PIPELINE_DEPTH', 4, 1, 1000),
+    dbPipelineRetryMs: readInteger(env, 'DB_PIPELINE_RETRY_MS', 20, 0, 60_000),
     statementTimeoutMs: readInteger(env, 'STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     searchMaxHits: readInteger(env, 'SEARCH_MAX_HITS', 1000, 10, 100_000),
     searchTimeoutMs: readInteger(env, 'SEARCH_TIMEOUT_MS', 250, 50, 600_000),

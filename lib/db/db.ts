@@ -19,8 +19,9 @@ export interface QueryOptions {
    * pipeline mode, which take statements from any number of requests without waiting for the
    * answers before; the statements of one turn of the event loop go out in one write and the
    * server answers them one after the other without sleeping in between. Not for a statement
-   * that may take long: the ones behind it on its connection wait for it. Outside transactions
-   * on PostgreSQL; elsewhere it changes nothing.
+   * that may take long: the ones behind it on its connection wait for it. Only for a read: it may
+   * run twice, when its connection stops answering for a while (DB_PIPELINE_RETRY_MS). Outside
+   * transactions on PostgreSQL; elsewhere it changes nothing.
    */
   pipeline?: boolean;
   /**
@@ -66,6 +67,8 @@ export interface PoolStats {
   waiting: number;
   /** Statements sent on the pipelined connections and not answered yet. */
   pipelined: number;
+  /** Pipelined statements sent again on another connection since the start (DB_PIPELINE_RETRY_MS). */
+  retried: number;
 }
 
 /** The database could not be reached or gave up: the request may succeed later (the front answers 503). */

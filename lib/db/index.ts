@@ -73,6 +73,7 @@ function openPostgresFor(config: Config, url: string, events: DatabaseEvents): D
     maxConnections: config.dbPoolMax,
     pipelineConnections: config.dbPipelineConnections,
     pipelineDepth: config.dbPipelineDepth,
+    pipelineRetryMs: config.dbPipelineRetryMs,
     preparedStatements: config.dbPreparedStatements,
     connectTimeoutMs: config.dbConnectTimeoutMs,
     outcomeTimeoutMs: config.dbOutcomeTimeoutMs,

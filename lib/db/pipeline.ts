@@ -1,5 +1,6 @@
 // Short statements on a few connections in node-postgres's pipeline mode: many requests'
 // statements in one write, answered in order (docs/performance.md, Statements in one write).
+import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { classifyError, DbUnavailableError } from './db.ts';
 import type { Timeouts } from './timeouts.ts';
@@ -14,6 +15,11 @@ interface PipelineOptions {
   pipelineConnections?: number;
   /** Statements on each connection at once (default: no bound); more wait in `queue`. */
   pipelineDepth?: number;
+  /**
+   * After this many ms without an answer, a connection's statements are sent again on another
+   * that is answering (default: never); the first answer counts.
+   */
+  pipelineRetryMs?: number;
   timeouts: Timeouts;
   onError?: (err: Error) => void;
 }
@@ -27,10 +33,19 @@ interface Pipe {
   broken: boolean;
   /** Statements waiting for the connection to open, or given this connection and about to be sent. */
   waiting: number;
-  /** The watchdog's ticks from which the statements now on the wire are watched, in the order sent. */
-  sent: number[];
+  /** The statements now on the wire, in the order sent. */
+  sent: Sent[];
   /** Writes wait until the end of this turn of the event loop (setImmediate). */
   corked: boolean;
+}
+
+interface Sent {
+  /** The watchdog's tick from which the statement is watched. */
+  tick: number;
+  /** When it was sent (performance.now()). */
+  at: number;
+  /** Sends it again on another connection, whose answer settles it if it comes first; null once sent again. */
+  again: ((pipe: Pipe) => Promise<void>) | null;
 }
 
 /**
@@ -42,12 +57,20 @@ interface Pipe {
  * once per statement and wakes a server process each time (docs/performance.md).
  * Failures are classified as the pool's are; a connection that fails, or whose oldest statement
  * gets no answer in time (the watchdog), fails all of its statements and is replaced.
+ * A connection whose server process stops answering for a while (it lost the processor; the
+ * others go on) would hold up every statement on it: after `pipelineRetryMs` they are sent
+ * again, once, on the connection with the fewest statements among those still answering, and
+ * each takes the first answer. So pipelined statements must be reads, safe to run twice.
  */
 export class Pipelines {
   private readonly pipes: (Pipe | null)[];
   /** Statements waiting for a connection with fewer than `depth` of them, oldest first. */
   private readonly queue: { resolve: (pipe: Pipe) => void; reject: (err: Error) => void }[] = [];
   private readonly depth: number;
+  /** Statements sent again on another connection since the start. */
+  retried = 0;
+  /** Looks for held-up connections while statements are on the wire. */
+  private retryTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly options: PipelineOptions, private readonly watchdog: ReadWatchdog) {
     this.pipes = Array.from({ length: options.pipelineConnections ?? 2 }, () => null);
@@ -70,19 +93,25 @@ export class Pipelines {
     // Counted in `sent` from here on, in the same turn.
     pipe.waiting--;
     try {
-      const { perStatement } = this.options.timeouts;
-      if (!perStatement) return (await this.send(pipe, config, since)).rows as R[];
-      // Behind a pooler: a transaction of its own around it, the three sent in the same write.
-      // COMMIT ends a failed one too (as ROLLBACK).
-      const [, result] = await Promise.all([
-        this.send(pipe, { text: perStatement }, since), this.send(pipe, config, since), this.send(pipe, { text: 'COMMIT' }, since),
-      ].map((sent, i) => (i === 1 ? sent : sent.catch(() => null))));
-      return (result as pg.QueryResult).rows as R[];
+      return (await this.run(pipe, config, since, true)).rows as R[];
     } catch (err) {
       const failure = classifyError(readFailure(pipe.client, err));
       if (failure instanceof DbUnavailableError) this.discard(pipe, 'destroy');
       throw failure;
     }
+  }
+
+  /** Sends the statement on pipe, which is open; `retry`: it may be sent again elsewhere once. */
+  private async run(pipe: Pipe, config: pg.QueryConfig, since: number, retry: boolean): Promise<pg.QueryResult> {
+    const again = retry ? (other: Pipe) => this.run(other, config, since, false) : null;
+    const { perStatement } = this.options.timeouts;
+    if (!perStatement) return this.send(pipe, config, since, again);
+    // Behind a pooler: a transaction of its own around it, the three sent in the same write.
+    // COMMIT ends a failed one too (as ROLLBACK).
+    const [, result] = await Promise.all([
+      this.send(pipe, { text: perStatement }, since, null), this.send(pipe, config, since, again), this.send(pipe, { text: 'COMMIT' }, since, null),
+    ].map((sent, i) => (i === 1 ? sent : sent.catch(() => null))));
+    return result as pg.QueryResult;
   }
 
   /** Statements sent or waiting for their connection to open, not answered yet. */
@@ -92,6 +121,7 @@ export class Pipelines {
 
   /** Says goodbye on idle connections; one with a statement still unanswered is cut, as end() would wait for it. */
   async close(): Promise<void> {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
     // Emptied here, so that the answers of the connections cut below hand nothing on.
     for (const waiter of this.queue.splice(0)) waiter.reject(new DbUnavailableError('database unavailable: the connections are closing'));
     await Promise.all(this.pipes.map((pipe) => {
@@ -165,12 +195,15 @@ export class Pipelines {
     return pipe;
   }
 
-  private send(pipe: Pipe, config: pg.QueryConfig, since: number): Promise<pg.QueryResult> {
+  private send(pipe: Pipe, config: pg.QueryConfig, since: number, again: ((other: Pipe) => Promise<pg.QueryResult>) | null): Promise<pg.QueryResult> {
     const { client } = pipe;
-    pipe.sent.push(since);
-    client[started] = oldest(pipe.sent);
     this.cork(pipe);
     return new Promise((resolve, reject) => {
+      // A second answer, or a failure after an answer, changes nothing: the first settles it.
+      const retry = again && this.options.pipelineRetryMs ? (other: Pipe) => again(other).then(resolve, () => undefined) : null;
+      pipe.sent.push({ tick: since, at: performance.now(), again: retry });
+      client[started] = oldest(pipe.sent);
+      if (retry) this.retryTimer ??= setTimeout(this.retryHeldUp, this.options.pipelineRetryMs).unref();
       client.query(config, (err: Error | null, result: pg.QueryResult) => {
         // Answers come in the order the statements were sent; a failed connection fails them all.
         pipe.sent.shift();
@@ -180,6 +213,50 @@ export class Pipelines {
         else resolve(result);
       });
     });
+  }
+
+  /**
+   * Sends the statements of connections held up for pipelineRetryMs again, each on the connection
+   * with the fewest statements among those still answering; looks again while any may be sent again.
+   */
+  private readonly retryHeldUp = () => {
+    this.retryTimer = null;
+    const limit = this.options.pipelineRetryMs ?? 0;
+    const now = performance.now();
+    let next = Infinity;
+    for (const pipe of this.pipes) {
+      if (!pipe || pipe.broken) continue;
+      for (const sent of pipe.sent) {
+        if (!sent.again) continue;
+        const other = this.heldUp(pipe, now) ? this.answering(pipe, now) : null;
+        if (other) {
+          const again = sent.again;
+          sent.again = null;
+          this.retried++;
+          again(other);
+        } else {
+          next = Math.min(next, sent.at);
+        }
+      }
+    }
+    // One held up beside no connection that answers (the server is slow, not one of its
+    // processes; sending more would not help) is looked at again, but not at once.
+    if (next !== Infinity) this.retryTimer = setTimeout(this.retryHeldUp, Math.max(limit / 4, next + limit - now)).unref();
+  };
+
+  /** Whether the oldest statement on pipe has waited pipelineRetryMs for its answer. */
+  private heldUp(pipe: Pipe, now: number): boolean {
+    return (pipe.sent[0]?.at ?? Infinity) <= now - (this.options.pipelineRetryMs ?? 0);
+  }
+
+  /** The open connection with the fewest statements other than pipe, of those not held up; null if none. */
+  private answering(pipe: Pipe, now: number): Pipe | null {
+    let best: Pipe | null = null;
+    for (const other of this.pipes) {
+      if (!other?.connected || other.broken || other === pipe || this.heldUp(other, now)) continue;
+      if (!best || other.waiting + other.sent.length < best.waiting + best.sent.length) best = other;
+    }
+    return best;
   }
 
   private cork(pipe: Pipe): void {
@@ -202,8 +279,8 @@ export class Pipelines {
 }
 
 /** The earliest tick of the statements on the wire (those that waited for the connection may be earlier than ones sent before them); 0 for none. */
-function oldest(ticks: readonly number[]): number {
-  let least = ticks[0] ?? 0;
-  for (const tick of ticks) if (tick < least) least = tick;
+function oldest(sent: readonly Sent[]): number {
+  let least = sent[0]?.tick ?? 0;
+  for (const { tick } of sent) if (tick < least) least = tick;
   return least;
 }

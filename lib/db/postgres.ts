@@ -21,6 +21,8 @@ interface PostgresOptions {
   pipelineConnections?: number;
   /** Statements on each pipelined connection at once (default: no bound); more wait for room, in turn. */
   pipelineDepth?: number;
+  /** After this many ms without an answer, a pipelined connection's statements are sent again on another (default: never). */
+  pipelineRetryMs?: number;
   /**
    * Named statements and session settings (default true). Off behind a pooler in transaction
    * mode (PgBouncer), which hands each transaction whichever server connection is free: every
@@ -113,7 +115,7 @@ export function openPostgres(options: PostgresOptions): Db {
         onWarning: options.onWarning,
       });
     },
-    stats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, pipelined: pipelines?.unanswered() ?? 0 }),
+    stats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, pipelined: pipelines?.unanswered() ?? 0, retried: pipelines?.retried ?? 0 }),
     close: async () => {
       watchdog.stop();
       await Promise.all([pool.end(), pipelines?.close()]);

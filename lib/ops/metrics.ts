@@ -61,6 +61,16 @@ export class Metrics {
         for (const state of ['total', 'idle', 'waiting', 'pipelined'] as const) this.set({ state }, stats[state]);
       },
     });
+    new Counter({
+      name: 'portfolio_db_pipeline_retries_total', help: 'PostgreSQL: pipelined statements sent again on another connection because theirs had not answered within DB_PIPELINE_RETRY_MS.',
+      registers,
+      collect() {
+        const stats = sources.db.stats();
+        if (!stats) return;
+        this.reset();
+        this.inc(stats.retried);
+      },
+    });
     if (sources.replicas) {
       const { replicas } = sources;
       new Gauge({

@@ -133,6 +133,43 @@ test('with a depth of one a statement waits in the process for a free connection
   }
 });
 
+test('statements on a connection whose server process stops answering are sent again on another and answered there', onPostgres, async (t) => {
+  const retrying = openPostgres({ connectionString: testDb.url as string, statementTimeoutMs: 60_000, maxConnections: 1, pipelineConnections: 2, pipelineRetryMs: 50 });
+  let stopped = 0;
+  try {
+    // One statement on each connection: their server processes.
+    const pids = (await Promise.all([0, 1].map(() => retrying.query<{ pid: number }>('SELECT pg_backend_pid() AS pid', [], pipelined)))).map((r) => r[0]?.pid as number);
+    assert.equal(new Set(pids).size, 2);
+    const [held, answering] = pids as [number, number];
+    // A process that loses the processor, for as long as this test likes.
+    try {
+      process.kill(held, 'SIGSTOP');
+      stopped = held;
+    } catch (err) {
+      t.skip(`cannot stop PostgreSQL's process: ${(err as Error).message}`);
+      return;
+    }
+    const asked = Array.from({ length: 6 }, (_, n) => retrying.query<{ n: number; pid: number }>('SELECT $1::int AS n, pg_backend_pid() AS pid', [n], { name: 'echo-again', ...pipelined }));
+    // Without the second try, half of them would wait for the stopped process until it goes on.
+    const guard = new Promise<'held up'>((resolve) => setTimeout(resolve, 10_000, 'held up').unref());
+    const answers = await Promise.race([Promise.all(asked), guard]);
+    assert.notEqual(answers, 'held up', 'statements on the stopped process were not answered elsewhere within 10 s');
+    assert.deepEqual((answers as { n: number; pid: number }[][]).map((rows) => rows[0]?.n), [0, 1, 2, 3, 4, 5]);
+    assert.deepEqual(new Set((answers as { pid: number }[][]).map((rows) => rows[0]?.pid)), new Set([answering]));
+    assert.ok((retrying.stats()?.retried ?? 0) >= 3, `sent again: ${retrying.stats()?.retried}`);
+    // The stopped process goes on: its late answers change nothing, and its connection serves again.
+    process.kill(held, 'SIGCONT');
+    stopped = 0;
+    for (let i = 0; i < 100 && (retrying.stats()?.pipelined ?? 0) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(retrying.stats()?.pipelined, 0);
+    const again = await Promise.all([0, 1].map(() => retrying.query<{ pid: number }>('SELECT pg_backend_pid() AS pid', [], pipelined)));
+    assert.deepEqual(new Set(again.map((r) => r[0]?.pid)), new Set(pids));
+  } finally {
+    if (stopped) process.kill(stopped, 'SIGCONT');
+    await retrying.close();
+  }
+});
+
 test('statements still waiting for room when the connections close fail as unavailable, as those on the wire do', onPostgres, async () => {
   const bounded = openPostgres({ connectionString: testDb.url as string, statementTimeoutMs: 5000, maxConnections: 1, pipelineConnections: 1, pipelineDepth: 1 });
   await bounded.query('SELECT 1', [], pipelined);

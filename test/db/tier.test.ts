@@ -105,6 +105,6 @@ describe('time-outs without startup parameters', () => {
     opened.push(db);
     const pids = await Promise.all(Array.from({ length: 8 }, () => db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.05)', [], { pipeline: true })));
     assert.equal(new Set(pids.map((rows) => rows[0]?.pid)).size, 2);
-    assert.deepEqual(db.stats(), { total: 2, idle: 2, waiting: 0, pipelined: 0 });
+    assert.deepEqual(db.stats(), { total: 2, idle: 2, waiting: 0, pipelined: 0, retried: 0 });
   });
 });

@@ -69,6 +69,7 @@ describe('/metrics', () => {
     assert.match(res.body, /^nodejs_eventloop_lag_p99_seconds [\d.e-]+$/m);
     assert.match(res.body, /^nodejs_heap_size_used_bytes \d+$/m);
     if (server.db.kind === 'postgres') assert.match(res.body, /^portfolio_db_connections\{state="total"\} \d+$/m);
+    if (server.db.kind === 'postgres') assert.match(res.body, /^portfolio_db_pipeline_retries_total \d+$/m);
   });
 
   test('is the site\'s usual 404 for a client behind a trusted proxy, or outside METRICS_ALLOW', async () => {
