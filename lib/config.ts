@@ -53,16 +53,14 @@ export interface Config {
   dbPoolMax: number;
   /**
    * Connections of each process that carry short statements in pipeline mode; 0 sends them
-   * through the pool. 4 by default: with 2, each held half of a worker's requests in flight (16
-   * of 32 at 64 connections and two workers), and a PostgreSQL process that lost the processor
-   * held them all up: the p99 in cluster mode was about 1.8x the plain cluster's under wrk, with 4
-   * about 1.2x (docs/performance.md, Tail latency in cluster mode).
+   * through the pool. 2 by default: fewer PostgreSQL processes to share the processor, and with
+   * dbPipelineRetryMs one that loses it holds nothing up for long (docs/performance.md, Tail
+   * latency in cluster mode).
    */
   dbPipelineConnections: number;
   /**
    * Statements each pipelined connection carries at once; more wait in the process, in turn, for
-   * the first connection with room, so that a PostgreSQL process that loses the processor holds up
-   * this many and not a share of all (docs/performance.md, Tail latency in cluster mode).
+   * the first connection with room (docs/performance.md, Tail latency in cluster mode).
    */
   dbPipelineDepth: number;
   /**
@@ -138,8 +136,8 @@ export function readConfig(env: Env = process.env): Config {
     replicaWaitMs: readInteger(env, 'REPLICA_WAIT_MS', 100, 0, 10_000),
     dbPreparedStatements: readBoolean(env, 'DB_PREPARED_STATEMENTS', true),
     dbPoolMax: readInteger(env, 'DB_POOL_MAX', 10, 1, 1000),
-    dbPipelineConnections: readInteger(env, 'DB_PIPELINE_CONNECTIONS', 4, 0, 64),
-    dbPipelineDepth: readInteger(env, 'DB_PIPELINE_DEPTH', 4, 1, 1000),
+    dbPipelineConnections: readInteger(env, 'DB_PIPELINE_CONNECTIONS', 2, 0, 64),
+    dbPipelineDepth: readInteger(env, 'DB_PIPELINE_DEPTH', 8, 1, 1000),
     dbPipelineRetryMs: readInteger(env, 'DB_PIPELINE_RETRY_MS', 20, 0, 60_000),
     statementTimeoutMs: readInteger(env, 'STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     searchMaxHits: readInteger(env, 'SEARCH_MAX_HITS', 1000, 10, 100_000),
