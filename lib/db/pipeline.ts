@@ -35,6 +35,8 @@ interface Pipe {
   waiting: number;
   /** The statements now on the wire, in the order sent. */
   sent: Sent[];
+  /** When it last answered, or was sent a statement with none on the wire (performance.now()). */
+  answeredAt: number;
   /** Writes wait until the end of this turn of the event loop (setImmediate). */
   corked: boolean;
 }
@@ -42,10 +44,22 @@ interface Pipe {
 interface Sent {
   /** The watchdog's tick from which the statement is watched. */
   tick: number;
-  /** When it was sent (performance.now()). */
-  at: number;
-  /** Sends it again on another connection, whose answer settles it if it comes first; null once sent again. */
-  again: ((pipe: Pipe) => Promise<void>) | null;
+  /**
+   * The request's statement whose answer or failure its caller waits for, and which may be sent
+   * again (with retryMs); null for a copy, the pooler's BEGIN and COMMIT, and once it has been
+   * sent again.
+   */
+  call: Call | null;
+}
+
+/** A request's statement, as query() was asked for it. */
+interface Call {
+  config: pg.QueryConfig;
+  since: number;
+  /** Its copy on another connection, once sent. */
+  copy: Promise<pg.QueryResult> | null;
+  /** Settles the caller's answer (the first answer counts). */
+  answer: (result: pg.QueryResult) => void;
 }
 
 /**
@@ -67,14 +81,21 @@ export class Pipelines {
   /** Statements waiting for a connection with fewer than `depth` of them, oldest first. */
   private readonly queue: { resolve: (pipe: Pipe) => void; reject: (err: Error) => void }[] = [];
   private readonly depth: number;
-  /** Statements sent again on another connection since the start. */
-  retried = 0;
-  /** Looks for held-up connections while statements are on the wire. */
+  /** Milliseconds without an answer after which a connection's statements are sent again; 0: never. */
+  private readonly retryMs: number;
+  /** Looks for held-up connections while statements that may be sent again are on the wire. */
   private retryTimer: NodeJS.Timeout | null = null;
+  #retried = 0;
 
   constructor(private readonly options: PipelineOptions, private readonly watchdog: ReadWatchdog) {
     this.pipes = Array.from({ length: options.pipelineConnections ?? 2 }, () => null);
     this.depth = options.pipelineDepth ?? Infinity;
+    this.retryMs = options.pipelineRetryMs ?? 0;
+  }
+
+  /** Statements sent again on another connection since the start. */
+  get retried(): number {
+    return this.#retried;
   }
 
   async query<R>(config: pg.QueryConfig): Promise<R[]> {
@@ -93,7 +114,12 @@ export class Pipelines {
     // Counted in `sent` from here on, in the same turn.
     pipe.waiting--;
     try {
-      return (await this.run(pipe, config, since, true)).rows as R[];
+      if (!this.retryMs) return (await this.run(pipe, config, since, { config, since, copy: null, answer: noop })).rows as R[];
+      return (await new Promise<pg.QueryResult>((resolve, reject) => {
+        const call: Call = { config, since, copy: null, answer: resolve };
+        // The original's failure counts only when no copy is on its way: the copy's outcome then.
+        this.run(pipe, config, since, call).then(resolve, (err: unknown) => (call.copy ? call.copy.then(resolve, () => reject(err)) : reject(err)));
+      })).rows as R[];
     } catch (err) {
       const failure = classifyError(readFailure(pipe.client, err));
       if (failure instanceof DbUnavailableError) this.discard(pipe, 'destroy');
@@ -101,17 +127,16 @@ export class Pipelines {
     }
   }
 
-  /** Sends the statement on pipe, which is open; `retry`: it may be sent again elsewhere once. */
-  private async run(pipe: Pipe, config: pg.QueryConfig, since: number, retry: boolean): Promise<pg.QueryResult> {
-    const again = retry ? (other: Pipe) => this.run(other, config, since, false) : null;
+  /** Sends the statement on pipe, which is open; `call`: a request's, which may be sent again. */
+  private run(pipe: Pipe, config: pg.QueryConfig, since: number, call: Call | null): Promise<pg.QueryResult> {
     const { perStatement } = this.options.timeouts;
-    if (!perStatement) return this.send(pipe, config, since, again);
+    if (!perStatement) return this.send(pipe, config, since, call);
     // Behind a pooler: a transaction of its own around it, the three sent in the same write.
-    // COMMIT ends a failed one too (as ROLLBACK).
-    const [, result] = await Promise.all([
-      this.send(pipe, { text: perStatement }, since, null), this.send(pipe, config, since, again), this.send(pipe, { text: 'COMMIT' }, since, null),
-    ].map((sent, i) => (i === 1 ? sent : sent.catch(() => null))));
-    return result as pg.QueryResult;
+    // COMMIT ends a failed one too (as ROLLBACK); only the statement's answer is waited for.
+    this.send(pipe, { text: perStatement }, since, null).catch(() => undefined);
+    const answer = this.send(pipe, config, since, call);
+    this.send(pipe, { text: 'COMMIT' }, since, null).catch(() => undefined);
+    return answer;
   }
 
   /** Statements sent or waiting for their connection to open, not answered yet. */
@@ -122,6 +147,7 @@ export class Pipelines {
   /** Says goodbye on idle connections; one with a statement still unanswered is cut, as end() would wait for it. */
   async close(): Promise<void> {
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
     // Emptied here, so that the answers of the connections cut below hand nothing on.
     for (const waiter of this.queue.splice(0)) waiter.reject(new DbUnavailableError('database unavailable: the connections are closing'));
     await Promise.all(this.pipes.map((pipe) => {
@@ -155,12 +181,21 @@ export class Pipelines {
     return pipe;
   }
 
-  /** The connection with the fewest statements waiting or unanswered; a missing or broken one is opened. */
+  /**
+   * The connection with the fewest statements waiting or unanswered, one held up only if all
+   * are (what it gets would wait for retryMs, then go elsewhere); a missing or broken one is opened.
+   */
   private pick(): Pipe {
+    const now = this.retryMs ? performance.now() : 0;
     let best: Pipe | null = null;
+    let least = Infinity;
     for (const [i, slot] of this.pipes.entries()) {
       const pipe = slot && !slot.broken ? slot : (this.pipes[i] = this.open());
-      if (!best || pipe.waiting + pipe.sent.length < best.waiting + best.sent.length) best = pipe;
+      const load = pipe.waiting + pipe.sent.length + (this.retryMs && this.heldUp(pipe, now) ? heldUpLoad : 0);
+      if (load < least) {
+        best = pipe;
+        least = load;
+      }
     }
     return best as Pipe;
   }
@@ -170,11 +205,12 @@ export class Pipelines {
     const client = new pg.Client({
       connectionString, connectionTimeoutMillis: connectTimeoutMs, application_name: 'portfolio', pipeline: true,
     } as pg.ClientConfig) as WatchedClient;
-    const pipe: Pipe = { client, ready: Promise.resolve(), connected: false, broken: false, waiting: 0, sent: [], corked: false };
+    const pipe: Pipe = { client, ready: Promise.resolve(), connected: false, broken: false, waiting: 0, sent: [], answeredAt: performance.now(), corked: false };
     // Without a listener the process dies. Statements on the wire fail with it (pg fails them
-    // all), and their requests log it; a loss between statements is logged here, as the pool's are.
+    // all), and their requests log it; a loss that no request hears of (between statements, or
+    // with only copies and statements whose requests have their answer) is logged here, as the pool's are.
     client.on('error', (err) => {
-      if (!pipe.broken && pipe.sent.length === 0) onError?.(err);
+      if (!pipe.broken && !pipe.sent.some((sent) => sent.call)) onError?.(err);
       this.discard(pipe, 'destroy');
     });
     const { session } = timeouts;
@@ -195,18 +231,19 @@ export class Pipelines {
     return pipe;
   }
 
-  private send(pipe: Pipe, config: pg.QueryConfig, since: number, again: ((other: Pipe) => Promise<pg.QueryResult>) | null): Promise<pg.QueryResult> {
+  private send(pipe: Pipe, config: pg.QueryConfig, since: number, call: Call | null): Promise<pg.QueryResult> {
     const { client } = pipe;
     this.cork(pipe);
+    // The first on the wire: the connection is held up from now if no answer comes.
+    if (pipe.sent.length === 0) pipe.answeredAt = performance.now();
+    pipe.sent.push({ tick: since, call });
+    client[started] = oldest(pipe.sent);
+    if (call && this.retryMs) this.retryTimer ??= setTimeout(this.retryHeldUp, this.retryMs).unref();
     return new Promise((resolve, reject) => {
-      // A second answer, or a failure after an answer, changes nothing: the first settles it.
-      const retry = again && this.options.pipelineRetryMs ? (other: Pipe) => again(other).then(resolve, () => undefined) : null;
-      pipe.sent.push({ tick: since, at: performance.now(), again: retry });
-      client[started] = oldest(pipe.sent);
-      if (retry) this.retryTimer ??= setTimeout(this.retryHeldUp, this.options.pipelineRetryMs).unref();
       client.query(config, (err: Error | null, result: pg.QueryResult) => {
         // Answers come in the order the statements were sent; a failed connection fails them all.
         pipe.sent.shift();
+        pipe.answeredAt = performance.now();
         client[started] = oldest(pipe.sent);
         this.release();
         if (err) reject(err);
@@ -216,37 +253,44 @@ export class Pipelines {
   }
 
   /**
-   * Sends the statements of connections held up for pipelineRetryMs again, each on the connection
-   * with the fewest statements among those still answering; looks again while any may be sent again.
+   * Sends the requests' statements on connections held up for retryMs again, once, each on the
+   * connection with the fewest statements of those that are not; the copy's answer settles the
+   * request if it comes first. Copies may take a connection past the depth bound, by at most
+   * `depth` per held-up connection. Looks again while any may be sent again.
    */
   private readonly retryHeldUp = () => {
     this.retryTimer = null;
-    const limit = this.options.pipelineRetryMs ?? 0;
     const now = performance.now();
     let next = Infinity;
     for (const pipe of this.pipes) {
-      if (!pipe || pipe.broken) continue;
+      if (!pipe || pipe.broken || !pipe.sent.some((sent) => sent.call)) continue;
+      if (!this.heldUp(pipe, now)) {
+        next = Math.min(next, pipe.answeredAt + this.retryMs);
+        continue;
+      }
       for (const sent of pipe.sent) {
-        if (!sent.again) continue;
-        const other = this.heldUp(pipe, now) ? this.answering(pipe, now) : null;
-        if (other) {
-          const again = sent.again;
-          sent.again = null;
-          this.retried++;
-          again(other);
-        } else {
-          next = Math.min(next, sent.at);
+        const { call } = sent;
+        if (!call) continue;
+        const other = this.answering(pipe, now);
+        // Every connection held up: the server is slow, not one of its processes, and sending
+        // more would not help. Looked at again after retryMs.
+        if (!other) {
+          next = Math.min(next, now + this.retryMs);
+          break;
         }
+        sent.call = null;
+        this.#retried++;
+        // Watched from the request's start, as the original is.
+        call.copy = this.run(other, call.config, call.since, null);
+        call.copy.then(call.answer, () => undefined);
       }
     }
-    // One held up beside no connection that answers (the server is slow, not one of its
-    // processes; sending more would not help) is looked at again, but not at once.
-    if (next !== Infinity) this.retryTimer = setTimeout(this.retryHeldUp, Math.max(limit / 4, next + limit - now)).unref();
+    if (next !== Infinity) this.retryTimer = setTimeout(this.retryHeldUp, Math.max(1, next - now)).unref();
   };
 
-  /** Whether the oldest statement on pipe has waited pipelineRetryMs for its answer. */
+  /** Whether pipe has statements on the wire and has answered none for retryMs. */
   private heldUp(pipe: Pipe, now: number): boolean {
-    return (pipe.sent[0]?.at ?? Infinity) <= now - (this.options.pipelineRetryMs ?? 0);
+    return pipe.sent.length > 0 && now - pipe.answeredAt >= this.retryMs;
   }
 
   /** The open connection with the fewest statements other than pipe, of those not held up; null if none. */
@@ -277,6 +321,11 @@ export class Pipelines {
     if (how === 'destroy') (pipe.client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
   }
 }
+
+function noop(): void {}
+
+/** What pick() counts a held-up connection as carrying beyond its statements: more than any other. */
+const heldUpLoad = 1e9;
 
 /** The earliest tick of the statements on the wire (those that waited for the connection may be earlier than ones sent before them); 0 for none. */
 function oldest(sent: readonly Sent[]): number {

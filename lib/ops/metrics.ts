@@ -62,7 +62,7 @@ export class Metrics {
       },
     });
     new Counter({
-      name: 'portfolio_db_pipeline_retries_total', help: 'PostgreSQL: pipelined statements sent again on another connection because theirs had not answered within DB_PIPELINE_RETRY_MS.',
+      name: 'portfolio_db_pipeline_retries_total', help: 'PostgreSQL: pipelined statements sent again on another connection to the primary because theirs had answered nothing for DB_PIPELINE_RETRY_MS.',
       registers,
       collect() {
         const stats = sources.db.stats();

@@ -133,39 +133,77 @@ test('with a depth of one a statement waits in the process for a free connection
   }
 });
 
-test('statements on a connection whose server process stops answering are sent again on another and answered there', onPostgres, async (t) => {
-  const retrying = openPostgres({ connectionString: testDb.url as string, statementTimeoutMs: 60_000, maxConnections: 1, pipelineConnections: 2, pipelineRetryMs: 50 });
-  let stopped = 0;
+/** Stops a PostgreSQL server process (SIGSTOP) as if it lost the processor; null where this user may not. */
+function stopProcess(pid: number): (() => void) | null {
   try {
-    // One statement on each connection: their server processes.
-    const pids = (await Promise.all([0, 1].map(() => retrying.query<{ pid: number }>('SELECT pg_backend_pid() AS pid', [], pipelined)))).map((r) => r[0]?.pid as number);
-    assert.equal(new Set(pids).size, 2);
-    const [held, answering] = pids as [number, number];
-    // A process that loses the processor, for as long as this test likes.
+    process.kill(pid, 'SIGSTOP');
+  } catch {
+    return null;
+  }
+  let going = false;
+  return () => {
+    if (!going) process.kill(pid, 'SIGCONT');
+    going = true;
+  };
+}
+
+for (const preparedStatements of [true, false]) {
+  test(`statements on a connection whose server process stops answering are sent again on another and answered there${preparedStatements ? '' : ', behind a pooler'}`, onPostgres, async (t) => {
+    const retrying = openPostgres({ connectionString: testDb.url as string, statementTimeoutMs: 60_000, maxConnections: 1, pipelineConnections: 2, pipelineRetryMs: 50, preparedStatements });
+    let resume: (() => void) | null = null;
     try {
-      process.kill(held, 'SIGSTOP');
-      stopped = held;
-    } catch (err) {
-      t.skip(`cannot stop PostgreSQL's process: ${(err as Error).message}`);
-      return;
+      // One statement on each connection: their server processes.
+      const pids = (await Promise.all([0, 1].map(() => retrying.query<{ pid: number }>('SELECT pg_backend_pid() AS pid', [], pipelined)))).map((r) => r[0]?.pid as number);
+      assert.equal(new Set(pids).size, 2);
+      const [held, answering] = pids as [number, number];
+      resume = stopProcess(held);
+      if (!resume) return void t.skip('this user may not stop PostgreSQL\'s processes');
+      const asked = Array.from({ length: 6 }, (_, n) => retrying.query<{ n: number; pid: number }>('SELECT $1::int AS n, pg_backend_pid() AS pid', [n], { name: 'echo-again', ...pipelined }));
+      // Without the second try, half of them would wait for the stopped process until it goes on.
+      const guard = new Promise<'held up'>((resolve) => setTimeout(resolve, 10_000, 'held up').unref());
+      const answers = await Promise.race([Promise.all(asked), guard]);
+      assert.notEqual(answers, 'held up', 'statements on the stopped process were not answered elsewhere within 10 s');
+      assert.deepEqual((answers as { n: number; pid: number }[][]).map((rows) => rows[0]?.n), [0, 1, 2, 3, 4, 5]);
+      assert.deepEqual(new Set((answers as { pid: number }[][]).map((rows) => rows[0]?.pid)), new Set([answering]));
+      assert.equal(retrying.stats()?.retried, 3);
+      // The stopped process goes on: its late answers change nothing, and its connection serves again.
+      resume();
+      for (let i = 0; i < 100 && (retrying.stats()?.pipelined ?? 0) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.equal(retrying.stats()?.pipelined, 0);
+      const again = await Promise.all([0, 1].map(() => retrying.query<{ pid: number }>('SELECT pg_backend_pid() AS pid', [], pipelined)));
+      assert.deepEqual(new Set(again.map((r) => r[0]?.pid)), new Set(pids));
+    } finally {
+      resume?.();
+      await retrying.close();
     }
-    const asked = Array.from({ length: 6 }, (_, n) => retrying.query<{ n: number; pid: number }>('SELECT $1::int AS n, pg_backend_pid() AS pid', [n], { name: 'echo-again', ...pipelined }));
-    // Without the second try, half of them would wait for the stopped process until it goes on.
-    const guard = new Promise<'held up'>((resolve) => setTimeout(resolve, 10_000, 'held up').unref());
-    const answers = await Promise.race([Promise.all(asked), guard]);
-    assert.notEqual(answers, 'held up', 'statements on the stopped process were not answered elsewhere within 10 s');
-    assert.deepEqual((answers as { n: number; pid: number }[][]).map((rows) => rows[0]?.n), [0, 1, 2, 3, 4, 5]);
-    assert.deepEqual(new Set((answers as { pid: number }[][]).map((rows) => rows[0]?.pid)), new Set([answering]));
-    assert.ok((retrying.stats()?.retried ?? 0) >= 3, `sent again: ${retrying.stats()?.retried}`);
-    // The stopped process goes on: its late answers change nothing, and its connection serves again.
-    process.kill(held, 'SIGCONT');
-    stopped = 0;
-    for (let i = 0; i < 100 && (retrying.stats()?.pipelined ?? 0) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
-    assert.equal(retrying.stats()?.pipelined, 0);
-    const again = await Promise.all([0, 1].map(() => retrying.query<{ pid: number }>('SELECT pg_backend_pid() AS pid', [], pipelined)));
-    assert.deepEqual(new Set(again.map((r) => r[0]?.pid)), new Set(pids));
+  });
+}
+
+test('a statement sent again is answered by its copy when its first connection is lost meanwhile', onPostgres, async (t) => {
+  const retrying = openPostgres({ connectionString: testDb.url as string, statementTimeoutMs: 60_000, maxConnections: 1, pipelineConnections: 2, pipelineRetryMs: 50 });
+  const admin = new pg.Client({ connectionString: testDb.url as string });
+  await admin.connect();
+  let resume: (() => void) | null = null;
+  try {
+    // In order: with both idle, a statement goes to the first connection.
+    const pids = (await Promise.all([0, 1].map(() => retrying.query<{ pid: number }>('SELECT pg_backend_pid() AS pid', [], pipelined)))).map((r) => r[0]?.pid as number);
+    const [held, answering] = pids as [number, number];
+    resume = stopProcess(held);
+    if (!resume) return void t.skip('this user may not stop PostgreSQL\'s processes');
+    // On the stopped process it would answer at once; its copy, on the other, takes 2 s.
+    const asked = retrying.query<{ pid: number }>(`SELECT pg_sleep(CASE WHEN pg_backend_pid() = ${held} THEN 0 ELSE 2 END), pg_backend_pid() AS pid`, [], pipelined)
+      .then((rows) => rows, (err: Error) => err);
+    for (let i = 0; i < 200 && retrying.stats()?.retried === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.equal(retrying.stats()?.retried, 1);
+    // The first connection is lost while the copy runs: ended by the server once its process goes on.
+    await admin.query('SELECT pg_terminate_backend($1)', [held]);
+    resume();
+    const outcome = await asked;
+    assert.ok(!(outcome instanceof Error), `the copy's answer should count: ${String(outcome)}`);
+    assert.deepEqual(outcome.map((row) => row.pid), [answering]);
   } finally {
-    if (stopped) process.kill(stopped, 'SIGCONT');
+    resume?.();
+    await admin.end();
     await retrying.close();
   }
 });
