@@ -137,7 +137,7 @@ export function readConfig(env: Env = process.env): Config {
     dbPreparedStatements: readBoolean(env, 'DB_PREPARED_STATEMENTS', true),
     dbPoolMax: readInteger(env, 'DB_POOL_MAX', 10, 1, 1000),
     dbPipelineConnections: readInteger(env, 'DB_PIPELINE_CONNECTIONS', 2, 0, 64),
-    dbPipelineDepth: readInteger(env, 'DB_PIPELINE_DEPTH', 8, 1, 1000),
+    dbPipelineDepth: readInteger(env, 'DB_PIPELINE_DEPTH', 16, 1, 1000),
     dbPipelineRetryMs: readInteger(env, 'DB_PIPELINE_RETRY_MS', 20, 0, 60_000),
     statementTimeoutMs: readInteger(env, 'STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     searchMaxHits: readInteger(env, 'SEARCH_MAX_HITS', 1000, 10, 100_000),

@@ -58,7 +58,7 @@ interface Call {
   since: number;
   /** Its copy on another connection, once sent. */
   copy: Promise<pg.QueryResult> | null;
-  /** Settles the caller's answer (the first answer counts). */
+  /** Settles the caller's answer (the first answer counts); set when it is sent. */
   answer: (result: pg.QueryResult) => void;
 }
 
@@ -114,12 +114,7 @@ export class Pipelines {
     // Counted in `sent` from here on, in the same turn.
     pipe.waiting--;
     try {
-      if (!this.retryMs) return (await this.run(pipe, config, since, { config, since, copy: null, answer: noop })).rows as R[];
-      return (await new Promise<pg.QueryResult>((resolve, reject) => {
-        const call: Call = { config, since, copy: null, answer: resolve };
-        // The original's failure counts only when no copy is on its way: the copy's outcome then.
-        this.run(pipe, config, since, call).then(resolve, (err: unknown) => (call.copy ? call.copy.then(resolve, () => reject(err)) : reject(err)));
-      })).rows as R[];
+      return (await this.run(pipe, config, since, { config, since, copy: null, answer: noop })).rows as R[];
     } catch (err) {
       const failure = classifyError(readFailure(pipe.client, err));
       if (failure instanceof DbUnavailableError) this.discard(pipe, 'destroy');
@@ -240,14 +235,18 @@ export class Pipelines {
     client[started] = oldest(pipe.sent);
     if (call && this.retryMs) this.retryTimer ??= setTimeout(this.retryHeldUp, this.retryMs).unref();
     return new Promise((resolve, reject) => {
+      // A copy's answer settles it too: the first answer counts.
+      if (call) call.answer = resolve;
       client.query(config, (err: Error | null, result: pg.QueryResult) => {
         // Answers come in the order the statements were sent; a failed connection fails them all.
         pipe.sent.shift();
         pipe.answeredAt = performance.now();
         client[started] = oldest(pipe.sent);
         this.release();
-        if (err) reject(err);
-        else resolve(result);
+        if (!err) resolve(result);
+        // The original's failure counts only when no copy is on its way: the copy's outcome then.
+        else if (call?.copy) call.copy.then(resolve, () => reject(err));
+        else reject(err);
       });
     });
   }
