@@ -264,6 +264,26 @@ describe('remembered results', () => {
     assert.ok(after >= (await underWay));
   });
 
+  test('requests that wait for a data version read that fails fail with it, without a second read', async () => {
+    let reads = 0;
+    let fail: (err: Error) => void = () => undefined;
+    const failing: Db = { ...server.db, query: (sql, params, options) => {
+      if (options?.name !== 'data-version') return server.db.query(sql, params, options);
+      reads += 1;
+      // The first read fails when the test says; the ones after it are answered.
+      return reads === 1 ? new Promise((_, reject) => { fail = reject; }) : server.db.query(sql, params, options);
+    } };
+    const version = new DataVersion(failing);
+    const first = version.current().then(() => 'answered', (err: Error) => err.message);
+    const waiting = Array.from({ length: 8 }, () => version.current().then(() => 'answered', (err: Error) => err.message));
+    fail(new Error('database unavailable: the read got no answer'));
+    assert.deepEqual(await Promise.all([first, ...waiting]), Array.from({ length: 9 }, () => 'database unavailable: the read got no answer'));
+    assert.equal(reads, 1);
+    // The next request reads again.
+    assert.equal(typeof (await version.current()), 'bigint');
+    assert.equal(reads, 2);
+  });
+
   test('the data version moves once per changing statement, in the same transaction', async () => {
     const version = async () => Number((await server.db.query<{ n: string }>('SELECT n::text AS n FROM data_version'))[0]?.n);
     const start = await version();

@@ -21,7 +21,9 @@ export class DataVersion {
    * The data version now; call once per request. A request that arrives while a read is under
    * way waits for the next read, which is sent after the current one returns and so after the
    * request arrived: a change committed before the request came is always seen, and sixty-four
-   * requests at once cost two reads, not sixty-four.
+   * requests at once cost two reads, not sixty-four. When the read under way fails (the
+   * database is unavailable), those waiting fail with it: a request waits for one read's time
+   * at most, not for two in a row (docs/robustness.md).
    */
   current(): Promise<bigint> {
     if (!this.reading) {
@@ -30,10 +32,16 @@ export class DataVersion {
       });
       return this.reading;
     }
-    this.queued ??= this.reading.then(noop, noop).then(() => {
-      this.queued = null;
-      return this.current();
-    });
+    this.queued ??= this.reading.then(
+      () => {
+        this.queued = null;
+        return this.current();
+      },
+      (err: unknown) => {
+        this.queued = null;
+        throw err;
+      },
+    );
     return this.queued;
   }
 
@@ -89,5 +97,3 @@ export class ResultCache {
     return computing;
   }
 }
-
-function noop(): void {}
