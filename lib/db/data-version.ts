@@ -32,16 +32,9 @@ export class DataVersion {
       });
       return this.reading;
     }
-    this.queued ??= this.reading.then(
-      () => {
-        this.queued = null;
-        return this.current();
-      },
-      (err: unknown) => {
-        this.queued = null;
-        throw err;
-      },
-    );
+    this.queued ??= this.reading.finally(() => {
+      this.queued = null;
+    }).then(() => this.current());
     return this.queued;
   }
 

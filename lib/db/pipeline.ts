@@ -136,7 +136,7 @@ export class Pipelines {
 
   /** Statements sent or waiting for their connection to open, not answered yet. */
   unanswered(): number {
-    return this.pipes.reduce((sum, pipe) => sum + (pipe ? pipe.waiting + pipe.sent.length : 0), this.queue.length);
+    return this.pipes.reduce((sum, pipe) => sum + (pipe ? load(pipe) : 0), this.queue.length);
   }
 
   /** Says goodbye on idle connections; one with a statement still unanswered is cut, as end() would wait for it. */
@@ -171,7 +171,7 @@ export class Pipelines {
   /** The connection pick() chooses, counted for one more statement, if it has fewer than `depth`. */
   private withRoom(): Pipe | null {
     const pipe = this.pick();
-    if (pipe.waiting + pipe.sent.length >= this.depth) return null;
+    if (load(pipe) >= this.depth) return null;
     pipe.waiting++;
     return pipe;
   }
@@ -186,10 +186,10 @@ export class Pipelines {
     let least = Infinity;
     for (const [i, slot] of this.pipes.entries()) {
       const pipe = slot && !slot.broken ? slot : (this.pipes[i] = this.open());
-      const load = pipe.waiting + pipe.sent.length + (this.retryMs && this.heldUp(pipe, now) ? heldUpLoad : 0);
-      if (load < least) {
+      const counted = load(pipe) + (this.retryMs && this.heldUp(pipe, now) ? heldUpLoad : 0);
+      if (counted < least) {
         best = pipe;
-        least = load;
+        least = counted;
       }
     }
     return best as Pipe;
@@ -297,7 +297,7 @@ export class Pipelines {
     let best: Pipe | null = null;
     for (const other of this.pipes) {
       if (!other?.connected || other.broken || other === pipe || this.heldUp(other, now)) continue;
-      if (!best || other.waiting + other.sent.length < best.waiting + best.sent.length) best = other;
+      if (!best || load(other) < load(best)) best = other;
     }
     return best;
   }
@@ -322,6 +322,11 @@ export class Pipelines {
 }
 
 function noop(): void {}
+
+/** Statements a connection carries: waiting to be sent on it, or unanswered. */
+function load(pipe: Pipe): number {
+  return pipe.waiting + pipe.sent.length;
+}
 
 /** What pick() counts a held-up connection as carrying beyond its statements: more than any other. */
 const heldUpLoad = 1e9;

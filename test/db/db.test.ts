@@ -148,7 +148,7 @@ function stopProcess(pid: number): (() => void) | null {
 }
 
 for (const preparedStatements of [true, false]) {
-  test(`statements on a connection whose server process stops answering are sent again on another and answered there${preparedStatements ? '' : ', behind a pooler'}`, onPostgres, async (t) => {
+  test(`statements on a connection whose server process stops answering are sent again on another and answered there${preparedStatements ? '' : ', in pooler mode (prepared statements off)'}`, onPostgres, async (t) => {
     const retrying = openPostgres({ connectionString: testDb.url as string, statementTimeoutMs: 60_000, maxConnections: 1, pipelineConnections: 2, pipelineRetryMs: 50, preparedStatements });
     let resume: (() => void) | null = null;
     try {
@@ -201,6 +201,8 @@ test('a statement sent again is answered by its copy when its first connection i
     const outcome = await asked;
     assert.ok(!(outcome instanceof Error), `the copy's answer should count: ${String(outcome)}`);
     assert.deepEqual(outcome.map((row) => row.pid), [answering]);
+    // Lost, not answered late: its server process is gone.
+    assert.deepEqual((await admin.query('SELECT pid FROM pg_stat_activity WHERE pid = $1', [held])).rows, []);
   } finally {
     resume?.();
     await admin.end();
