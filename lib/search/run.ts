@@ -135,16 +135,17 @@ export class Searcher {
        SELECT (SELECT count(*) FILTER (WHERE typ = 'person')::int FROM hits) AS personen,
               (SELECT count(*) FILTER (WHERE typ = 'werk')::int FROM hits) AS werke,
               (SELECT coalesce(json_agg(f ORDER BY f.count DESC, f.value COLLATE "C"), '[]'::json) FROM (
-                 SELECT art AS value, count(*)::int AS count FROM hits WHERE typ = 'werk' AND art <> ''
-                  GROUP BY art ORDER BY count(*) DESC, art COLLATE "C" LIMIT 20) f) AS rtype,
+                 SELECT art COLLATE "C" AS value, count(*)::int AS count FROM hits WHERE typ = 'werk' AND art <> ''
+                  GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 20) f) AS rtype,
               (SELECT coalesce(json_agg(f ORDER BY f.count DESC, f.value COLLATE "C"), '[]'::json) FROM (
                  -- Counted by person first, then named: one lookup per person, not per hit.
                  SELECT * FROM (
-                   SELECT (SELECT p.vorname || ' ' || p.nachname FROM person p WHERE p.id = c.person_id) AS value, sum(c.n)::int AS count
+                   SELECT (SELECT p.vorname || ' ' || p.nachname FROM person p WHERE p.id = c.person_id) COLLATE "C" AS value, sum(c.n)::int AS count
                      FROM (SELECT person_id, count(*) AS n FROM hits GROUP BY person_id) c GROUP BY 1) g
-                  ORDER BY g.count DESC, g.value COLLATE "C" LIMIT 10) f) AS creator,
+                  ORDER BY g.count DESC, g.value LIMIT 10) f) AS creator,
               (SELECT coalesce(json_agg(f ORDER BY f.value DESC), '[]'::json) FROM (
-                 SELECT (floor(jahr / 10.0) * 10)::int AS value, count(*)::int AS count FROM hits
+                 -- Integers only (floor of a division is numeric); -5 is in the decade -10.
+                 SELECT jahr - (jahr % 10 + 10) % 10 AS value, count(*)::int AS count FROM hits
                   WHERE jahr IS NOT NULL GROUP BY 1) f) AS decade,
               (SELECT coalesce(json_agg(x ORDER BY x.n), '[]'::json) FROM (
                  -- The page first, in the hits' own order, then the ten rows' titles and names.
@@ -153,8 +154,9 @@ export class Searcher {
                         CASE WHEN h.typ = 'werk' THEN p.vorname || ' ' || p.nachname END AS person,
                         w.beschreibung, h.art, h.jahr
                    FROM (SELECT row_number() OVER (ORDER BY ${orderBy[spec.sort]}) AS n, h.*
-                           FROM hits h ${spec.sort === 'author' ? 'JOIN person p ON p.id = h.person_id' : ''}
-                          ORDER BY ${orderBy[spec.sort]} LIMIT ${params.add(spec.size)} OFFSET ${params.add(spec.offset)}) h
+                           FROM (SELECT h.* FROM hits h ${spec.sort === 'author' ? 'JOIN person p ON p.id = h.person_id' : ''}
+                                  ORDER BY ${orderBy[spec.sort]} LIMIT ${params.add(spec.size)} OFFSET ${params.add(spec.offset)}) h
+                           ${spec.sort === 'author' ? 'JOIN person p ON p.id = h.person_id' : ''}) h
                    JOIN person p ON p.id = h.person_id LEFT JOIN werk w ON h.typ = 'werk' AND w.id = h.id) x) AS page`;
     const [row] = await this.within(() => db.query<Row>(
       text,
@@ -286,11 +288,11 @@ function parseJson<T>(value: unknown): T {
 
 /** A total order in each: ties go to persons, then the lower id, so pages never overlap. */
 const orderBy: Record<Sort, string> = {
-  rank: 'h.score DESC, h.typ, h.id',
-  title: 'h.sort_title COLLATE "C", h.typ, h.id',
-  author: `search_fold(p.nachname || ' ' || p.vorname) COLLATE "C", h.typ, h.sort_title COLLATE "C", h.id`,
-  date_d: 'h.jahr DESC NULLS LAST, h.score DESC, h.typ, h.id',
-  date_a: 'h.jahr ASC NULLS LAST, h.score DESC, h.typ, h.id',
+  rank: 'h.score DESC, h.typ COLLATE "C", h.id',
+  title: 'h.sort_title COLLATE "C", h.typ COLLATE "C", h.id',
+  author: `search_fold(p.nachname || ' ' || p.vorname) COLLATE "C", h.typ COLLATE "C", h.sort_title COLLATE "C", h.id`,
+  date_d: 'h.jahr DESC NULLS LAST, h.score DESC, h.typ COLLATE "C", h.id',
+  date_a: 'h.jahr ASC NULLS LAST, h.score DESC, h.typ COLLATE "C", h.id',
 };
 
 /**
