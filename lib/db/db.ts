@@ -26,8 +26,9 @@ export interface QueryOptions {
   pipeline?: boolean;
   /**
    * A statement time-out shorter than the site's (STATEMENT_TIMEOUT_MS), for a statement whose
-   * cost a request decides (a search): it runs in a transaction of its own that sets it. Not
-   * with pipeline. PGlite does not enforce time-outs.
+   * cost a request decides (a search): it runs in a transaction of its own that sets it, on the
+   * connections set aside for such statements where there are (BEGIN, statement and COMMIT in
+   * one write), else on the pool's. Not with pipeline. PGlite does not enforce time-outs.
    */
   timeoutMs?: number;
   /**

@@ -74,6 +74,7 @@ function openPostgresFor(config: Config, url: string, events: DatabaseEvents): D
     pipelineConnections: config.dbPipelineConnections,
     pipelineDepth: config.dbPipelineDepth,
     pipelineRetryMs: config.dbPipelineRetryMs,
+    timedConnections: config.searchConcurrency,
     preparedStatements: config.dbPreparedStatements,
     connectTimeoutMs: config.dbConnectTimeoutMs,
     outcomeTimeoutMs: config.dbOutcomeTimeoutMs,

@@ -55,6 +55,8 @@ interface Sent {
 /** A request's statement, as query() was asked for it. */
 interface Call {
   config: pg.QueryConfig;
+  /** Its own BEGIN and settings, or null. */
+  opening: string | null;
   since: number;
   /** Its copy on another connection, once sent. */
   copy: Promise<pg.QueryResult> | null;
@@ -98,7 +100,11 @@ export class Pipelines {
     return this.#retried;
   }
 
-  async query<R>(config: pg.QueryConfig): Promise<R[]> {
+  /**
+   * opening: BEGIN and settings of its own (Timeouts.within), sent before the statement and
+   * COMMIT after it, the three in the same write; only the statement's answer is waited for.
+   */
+  async query<R>(config: pg.QueryConfig, opening: string | null = null): Promise<R[]> {
     // The wait for a connection to open counts as the statement's own time (ReadWatchdog.query).
     const since = this.watchdog.now;
     const pipe = await this.take();
@@ -114,7 +120,7 @@ export class Pipelines {
     // Counted in `sent` from here on, in the same turn.
     pipe.waiting--;
     try {
-      return (await this.run(pipe, config, since, { config, since, copy: null, answer: noop })).rows as R[];
+      return (await this.run(pipe, config, since, { config, opening, since, copy: null, answer: noop })).rows as R[];
     } catch (err) {
       const failure = classifyError(readFailure(pipe.client, err));
       if (failure instanceof DbUnavailableError) this.discard(pipe, 'destroy');
@@ -123,12 +129,13 @@ export class Pipelines {
   }
 
   /** Sends the statement on pipe, which is open; `call`: a request's, which may be sent again. */
-  private run(pipe: Pipe, config: pg.QueryConfig, since: number, call: Call | null): Promise<pg.QueryResult> {
-    const { perStatement } = this.options.timeouts;
-    if (!perStatement) return this.send(pipe, config, since, call);
-    // Behind a pooler: a transaction of its own around it, the three sent in the same write.
-    // COMMIT ends a failed one too (as ROLLBACK); only the statement's answer is waited for.
-    this.send(pipe, { text: perStatement }, since, null).catch(() => undefined);
+  private run(pipe: Pipe, config: pg.QueryConfig, since: number, call: Call | null, opening = call?.opening ?? null): Promise<pg.QueryResult> {
+    const begin = opening ?? this.options.timeouts.perStatement;
+    if (!begin) return this.send(pipe, config, since, call);
+    // Behind a pooler, or with settings of its own: a transaction of its own around it, the
+    // three sent in the same write. COMMIT ends a failed one too (as ROLLBACK); only the
+    // statement's answer is waited for.
+    this.send(pipe, { text: begin }, since, null).catch(() => undefined);
     const answer = this.send(pipe, config, since, call);
     this.send(pipe, { text: 'COMMIT' }, since, null).catch(() => undefined);
     return answer;
@@ -280,7 +287,7 @@ export class Pipelines {
         sent.call = null;
         this.#retried++;
         // Watched from the request's start, as the original is.
-        call.copy = this.run(other, call.config, call.since, null);
+        call.copy = this.run(other, call.config, call.since, null, call.opening);
         call.copy.then(call.answer, () => undefined);
       }
     }

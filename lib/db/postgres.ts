@@ -1,6 +1,7 @@
 // PostgreSQL through node-postgres: a pool for statements and transactions, the pipelined
-// connections for short statements, and transactions whose COMMIT got no answer looked up
-// before the caller hears of it (commit-outcome.ts).
+// connections for short statements, connections of their own for statements with a time-out of
+// their own (searches), and transactions whose COMMIT got no answer looked up before the caller
+// hears of it (commit-outcome.ts).
 import pg from 'pg';
 import type { CommitMark, OutcomeOptions } from './commit-outcome.ts';
 import { beginWithMark, findCommitOutcome } from './commit-outcome.ts';
@@ -15,7 +16,7 @@ interface PostgresOptions {
   statementTimeoutMs: number;
   /** How long a query waits for a connection (a new one, or a free one of the pool) before 503. */
   connectTimeoutMs?: number;
-  /** Connections of the pool (default 10). */
+  /** Connections of the pool and those set aside for timed statements (default 10). */
   maxConnections?: number;
   /** Connections in pipeline mode for statements marked `pipeline` (default 2); 0 sends them through the pool. */
   pipelineConnections?: number;
@@ -23,6 +24,13 @@ interface PostgresOptions {
   pipelineDepth?: number;
   /** After this many ms without an answer, a pipelined connection's statements are sent again on another (default: never). */
   pipelineRetryMs?: number;
+  /**
+   * Of the maxConnections, how many are set aside for statements with a time-out of their own
+   * (QueryOptions.timeoutMs: the searches), one statement each at a time (default 0: they use
+   * the pool). Each is sent with its BEGIN, its settings and its COMMIT in one write. The pool
+   * keeps at least one; with pipelineConnections 0 there are none.
+   */
+  timedConnections?: number;
   /**
    * Named statements and session settings (default true). Off behind a pooler in transaction
    * mode (PgBouncer), which hands each transaction whichever server connection is free: every
@@ -42,10 +50,12 @@ interface PostgresOptions {
 export function openPostgres(options: PostgresOptions): Db {
   const pooled = options.preparedStatements === false;
   const timeouts = new Timeouts(options.statementTimeoutMs, pooled);
+  const maxConnections = options.maxConnections ?? 10;
+  const timedConnections = options.pipelineConnections === 0 ? 0 : Math.max(0, Math.min(options.timedConnections ?? 0, maxConnections - 1));
   // No time-outs among the startup parameters: a pooler refuses the ones it does not know.
   const pool = new pg.Pool({
     connectionString: options.connectionString,
-    max: options.maxConnections ?? 10,
+    max: maxConnections - timedConnections,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 3000,
     idleTimeoutMillis: 30_000,
     application_name: 'portfolio',
@@ -58,6 +68,10 @@ export function openPostgres(options: PostgresOptions): Db {
   // unreachable) is given up on here, so no request waits much longer than the statement would.
   const watchdog = new ReadWatchdog(pool, options.statementTimeoutMs + 1000, options.onError);
   const pipelines = options.pipelineConnections === 0 ? null : new Pipelines({ ...options, timeouts }, watchdog);
+  // A statement with a time-out of its own may run for that long: on a connection of its own,
+  // never sent again (what it holds up is itself), its transaction in one write.
+  const timed = timedConnections === 0 ? null
+    : new Pipelines({ ...options, timeouts, pipelineConnections: timedConnections, pipelineDepth: 1, pipelineRetryMs: 0 }, watchdog);
   const named = (sql: string, params: readonly unknown[] | undefined, queryOptions: QueryOptions | undefined) =>
     toConfig(sql, params, pooled ? undefined : queryOptions);
 
@@ -101,7 +115,9 @@ export function openPostgres(options: PostgresOptions): Db {
     kind: 'postgres',
     query: <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) => (queryOptions?.pipeline && pipelines
       ? pipelines.query<R>(named(sql, params, queryOptions))
-      : runOnPool<R>(named(sql, params, queryOptions), queryOptions)),
+      : queryOptions?.timeoutMs !== undefined && timed
+        ? timed.query<R>(named(sql, params, queryOptions), timeouts.within(queryOptions.timeoutMs, queryOptions.indexScans === true))
+        : runOnPool<R>(named(sql, params, queryOptions), queryOptions)),
     exec: async (sql) => { await runOnPool(sql); },
     transaction: async (fn) => {
       const attempt = await attemptTransaction(pool, watchdog, timeouts, pooled, fn).catch((err: unknown) => {
@@ -115,10 +131,10 @@ export function openPostgres(options: PostgresOptions): Db {
         onWarning: options.onWarning,
       });
     },
-    stats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, pipelined: pipelines?.unanswered() ?? 0, retried: pipelines?.retried ?? 0 }),
+    stats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, pipelined: (pipelines?.unanswered() ?? 0) + (timed?.unanswered() ?? 0), retried: pipelines?.retried ?? 0 }),
     close: async () => {
       watchdog.stop();
-      await Promise.all([pool.end(), pipelines?.close()]);
+      await Promise.all([pool.end(), pipelines?.close(), timed?.close()]);
     },
   };
 }

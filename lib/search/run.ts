@@ -92,10 +92,10 @@ export class Searcher {
                  ORDER BY length(v.word), v.word COLLATE "C" LIMIT $3) END AS expansions
          FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(word, pattern, i),
               LATERAL (SELECT (tsvector_to_array(to_tsvector('german', q.word)))[1] AS stem) s`,
-      // Short (a few rows of the vocabulary), so without a time-out of its own: that would
-      // cost two more round trips (BEGIN and COMMIT around it).
+      // Short (a few rows of the vocabulary), but a search's like the rest: on the searches'
+      // connections, under their time-out, with BEGIN and COMMIT in the same write.
       [lookups.map((l) => l.word), lookups.map((l) => l.pattern), limit + 1],
-      { name: 'search-words' },
+      { name: 'search-words', timeoutMs: this.limits.timeoutMs },
     ));
     const words = new Map<string, WordInfo>();
     for (const row of rows) {

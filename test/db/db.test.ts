@@ -286,3 +286,35 @@ test('closing does not wait for a pipelined statement that gets no answer: it fa
     await held.release();
   }
 });
+
+for (const preparedStatements of [true, false]) {
+  test(`statements with a time-out of their own run on connections set aside for them, each in a transaction that sets it${preparedStatements ? '' : ', in pooler mode (prepared statements off)'}`, onPostgres, async () => {
+    const timed = openPostgres({ connectionString: testDb.url as string, statementTimeoutMs: 1000, maxConnections: 3, timedConnections: 2, preparedStatements });
+    try {
+      const settings = 'SELECT pg_backend_pid() AS pid, current_setting(\'statement_timeout\') AS timeout, current_setting(\'jit\') AS jit, current_setting(\'enable_seqscan\') AS seqscan';
+      type Settings = { pid: number; timeout: string; jit: string; seqscan: string };
+      const rows = (await Promise.all(Array.from({ length: 6 }, (_, i) =>
+        timed.query<Settings>(settings, [], { timeoutMs: 150, indexScans: i % 2 === 0, name: `settings-${i % 2}` })))).map((r) => r[0] as Settings);
+      assert.deepEqual(rows.map(({ timeout, jit, seqscan }) => [timeout, jit, seqscan]),
+        Array.from({ length: 6 }, (_, i) => ['150ms', 'off', i % 2 === 0 ? 'off' : 'on']));
+      assert.ok(new Set(rows.map((r) => r.pid)).size <= 2, 'two connections at most');
+      // None of it went through the pool, and nothing stayed set after COMMIT.
+      assert.equal(timed.stats()?.total, 0);
+      const [plain] = await timed.query<Settings>(settings);
+      assert.deepEqual([plain?.timeout, plain?.jit], ['1s', 'on']);
+      assert.ok(!rows.some((r) => r.pid === plain?.pid));
+      // The pool has the one connection the two set aside leave of three.
+      await Promise.all(Array.from({ length: 3 }, () => timed.query('SELECT pg_sleep(0.05)')));
+      assert.equal(timed.stats()?.total, 1);
+
+      // One that runs into its time-out fails as the server says (57014, which a search answers
+      // 503), alone: its connection serves the next.
+      const pids = new Set(rows.map((r) => r.pid));
+      await assert.rejects(timed.query('SELECT pg_sleep(2)', [], { timeoutMs: 100 }), (err: { code?: string }) => err.code === '57014');
+      const after = await Promise.all(Array.from({ length: 4 }, () => timed.query<Settings>(settings, [], { timeoutMs: 150 })));
+      assert.ok(after.every((r) => pids.has((r[0] as Settings).pid) && (r[0] as Settings).timeout === '150ms'));
+    } finally {
+      await timed.close();
+    }
+  });
+}
