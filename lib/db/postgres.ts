@@ -88,7 +88,7 @@ export function openPostgres(options: PostgresOptions): Db {
       client = await pool.connect();
       // Behind a pooler, or with a time-out of its own: a transaction of its own, whose time-outs
       // hold on whichever server connection it gets.
-      const opening = own?.timeoutMs === undefined ? timeouts.perStatement : timeouts.within(own.timeoutMs, own.indexScans === true);
+      const opening = own?.timeoutMs === undefined ? timeouts.perStatement : timeouts.within(own.timeoutMs, own);
       if (!opening) return (await watchdog.query(client, config, since)).rows as R[];
       await watchdog.query(client, opening, since);
       let result: pg.QueryResult;
@@ -116,7 +116,7 @@ export function openPostgres(options: PostgresOptions): Db {
     query: <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) => (queryOptions?.pipeline && pipelines
       ? pipelines.query<R>(named(sql, params, queryOptions))
       : queryOptions?.timeoutMs !== undefined && timed
-        ? timed.query<R>(named(sql, params, queryOptions), timeouts.within(queryOptions.timeoutMs, queryOptions.indexScans === true))
+        ? timed.query<R>(named(sql, params, queryOptions), timeouts.within(queryOptions.timeoutMs, queryOptions))
         : runOnPool<R>(named(sql, params, queryOptions), queryOptions)),
     exec: async (sql) => { await runOnPool(sql); },
     transaction: async (fn) => {

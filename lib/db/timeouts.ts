@@ -22,11 +22,15 @@ export class Timeouts {
     this.perStatement = pooled ? `BEGIN; ${this.local}` : null;
   }
 
-  /** BEGIN and the settings with a shorter statement time-out, for a statement that may not take long (a search); optionally no sequential scans. */
-  within(statementTimeoutMs: number, indexScans = false): string {
+  /**
+   * BEGIN and the settings with a shorter statement time-out, for a statement that may not take
+   * long (a search); optionally no sequential scans, and a plan kept for any values.
+   */
+  within(statementTimeoutMs: number, { indexScans = false, genericPlan = false } = {}): string {
     // No JIT: a plan the planner prices high (a LIMIT over a walk through the table) would be
     // compiled for half a second to run for a few milliseconds.
-    return `BEGIN; ${this.local}; SET LOCAL statement_timeout = ${Math.round(statementTimeoutMs)}; SET LOCAL jit = off${indexScans ? '; SET LOCAL enable_seqscan = off' : ''}`;
+    return `BEGIN; ${this.local}; SET LOCAL statement_timeout = ${Math.round(statementTimeoutMs)}; SET LOCAL jit = off` +
+      `${indexScans ? '; SET LOCAL enable_seqscan = off' : ''}${genericPlan ? '; SET LOCAL plan_cache_mode = force_generic_plan' : ''}`;
   }
 
   /** A transaction's opening message ('BEGIN; …'), with its time-outs set right after BEGIN. */

@@ -303,6 +303,10 @@ for (const preparedStatements of [true, false]) {
       const [plain] = await timed.query<Settings>(settings);
       assert.deepEqual([plain?.timeout, plain?.jit], ['1s', 'on']);
       assert.ok(!rows.some((r) => r.pid === plain?.pid));
+      // A kept plan, where asked for.
+      const planMode = async (genericPlan: boolean) =>
+        (await timed.query<{ mode: string }>('SELECT current_setting(\'plan_cache_mode\') AS mode', [], { timeoutMs: 150, genericPlan, name: 'plan-mode' }))[0]?.mode;
+      assert.deepEqual([await planMode(true), await planMode(false)], ['force_generic_plan', 'auto']);
       // The pool has the one connection the two set aside leave of three.
       await Promise.all(Array.from({ length: 3 }, () => timed.query('SELECT pg_sleep(0.05)')));
       assert.equal(timed.stats()?.total, 1);
