@@ -7,9 +7,28 @@ export interface Piece {
   mark: boolean;
 }
 
+/**
+ * Words folded before: a page of hits has a few hundred words, mostly the same few thousand
+ * across searches, and folding one takes a dozen passes over it. Emptied when full; long
+ * words are not kept.
+ */
+const foldedWords = new Map<string, string>();
+const maxFoldedWords = 20_000;
+
+function foldWord(word: string): string {
+  if (word.length > 40) return fold(word).replace(/ /g, '');
+  let folded = foldedWords.get(word);
+  if (folded === undefined) {
+    if (foldedWords.size >= maxFoldedWords) foldedWords.clear();
+    folded = fold(word).replace(/ /g, '');
+    foldedWords.set(word, folded);
+  }
+  return folded;
+}
+
 /** Marks a word whose folded form is a marked word, begins with a marked stem, or contains a marked part of three letters or more. */
 function matches(word: string, marks: readonly string[]): boolean {
-  const folded = fold(word).replace(/ /g, '');
+  const folded = foldWord(word);
   if (folded === '') return false;
   return marks.some((m) => folded === m || (m.length >= 3 && folded.includes(m)));
 }
