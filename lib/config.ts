@@ -142,8 +142,9 @@ export function readConfig(env: Env = process.env): Config {
     statementTimeoutMs: readInteger(env, 'STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
     searchMaxHits: readInteger(env, 'SEARCH_MAX_HITS', 1000, 10, 100_000),
     searchTimeoutMs: readInteger(env, 'SEARCH_TIMEOUT_MS', 250, 50, 600_000),
-    // A third of the pool by default: the rest stays for person pages, lists and logins.
-    searchConcurrency: readInteger(env, 'SEARCH_CONCURRENCY', Math.max(1, Math.floor(readInteger(env, 'DB_POOL_MAX', 10, 1, 1000) / 3)), 1, 1000),
+    // A third of the pool by default, each search on a connection of its own taken out of it: the
+    // rest stays for person pages, lists and logins, at least one (lib/db/postgres.ts).
+    searchConcurrency: readSearchConcurrency(env),
     searchWaitMs: readInteger(env, 'SEARCH_WAIT_MS', 5000, 0, 600_000),
     searchViewAliases: readAliases(env.SEARCH_VIEW_ALIASES ?? ''),
     dbConnectTimeoutMs: readInteger(env, 'DB_CONNECT_TIMEOUT_MS', 3000, 100, 60_000),
@@ -151,6 +152,16 @@ export function readConfig(env: Env = process.env): Config {
     migrationTimeoutMs: readInteger(env, 'MIGRATION_TIMEOUT_MS', 3_600_000, 1000, 86_400_000),
     proxyTimeoutMs: readInteger(env, 'PROXY_TIMEOUT_MS', 30_000, 100, 600_000),
   };
+}
+
+/** SEARCH_CONCURRENCY, below DB_POOL_MAX: the searches' connections come out of the pool, which keeps one or more. */
+function readSearchConcurrency(env: Env): number {
+  const pool = readInteger(env, 'DB_POOL_MAX', 10, 1, 1000);
+  const value = readInteger(env, 'SEARCH_CONCURRENCY', Math.max(1, Math.floor(pool / 3)), 1, 1000);
+  if (env.SEARCH_CONCURRENCY && pool > 1 && value >= pool) {
+    throw new Error(`SEARCH_CONCURRENCY=${value} leaves no connection of DB_POOL_MAX=${pool} for the rest: the searches' connections are taken out of the pool. Set it below ${pool}, or raise DB_POOL_MAX.`);
+  }
+  return value;
 }
 
 /** Connection URLs separated by commas; a comma inside one (several hosts: postgres://h1,h2/db) stays. */

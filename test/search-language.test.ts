@@ -194,6 +194,19 @@ describe('ranking, sorting and facets', () => {
     assert.equal(his.total, creator.count);
   });
 
+  test('a year before 1 is in the decade of its first year below it: -5 in -10, -10 in -10, 5 in 0', async () => {
+    const ids = await server.db.query<{ id: number }>(
+      `INSERT INTO werk (person_id, titel, jahr) VALUES (1, 'Dekadenprobe', -5), (1, 'Dekadenprobe', -10), (1, 'Dekadenprobe', 5), (1, 'Dekadenprobe', -11) RETURNING id`);
+    try {
+      const r = await search(q('dekadenprobe', 'title'));
+      assert.deepEqual(r.facets.decade.map((f) => [f.value, f.count]), [['0', 1], ['-10', 2], ['-20', 1]]);
+      const minusTen = await follow(r.facets.decade.find((f) => f.value === '-10')?.url ?? '');
+      assert.deepEqual(minusTen.treffer.map((h) => h.jahr).sort(), [-10, -5]);
+    } finally {
+      await server.db.query('DELETE FROM werk WHERE id = ANY($1::int[])', [ids.map((r) => r.id)]);
+    }
+  });
+
   test('the HTML list has the facets and the orders as links', async () => {
     const html = await (await fetch(`${server.origin}/search?${q('müller')}`)).text();
     assert.match(html, /<aside class="facets" aria-label="Refine">/);

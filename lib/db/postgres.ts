@@ -74,6 +74,10 @@ export function openPostgres(options: PostgresOptions): Db {
     : new Pipelines({ ...options, timeouts, pipelineConnections: timedConnections, pipelineDepth: 1, pipelineRetryMs: 0 }, watchdog);
   const named = (sql: string, params: readonly unknown[] | undefined, queryOptions: QueryOptions | undefined) =>
     toConfig(sql, params, pooled ? undefined : queryOptions);
+  // A kept plan needs a kept statement: an unnamed one (behind a pooler, or without a name) would
+  // get a plan for any values each time, never reused.
+  const within = (timeoutMs: number, own: QueryOptions) =>
+    timeouts.within(timeoutMs, { indexScans: own.indexScans, genericPlan: own.genericPlan === true && !pooled && own.name !== undefined });
 
   /**
    * One statement on a connection of the pool, watched (pool.query would set a timer per
@@ -88,7 +92,7 @@ export function openPostgres(options: PostgresOptions): Db {
       client = await pool.connect();
       // Behind a pooler, or with a time-out of its own: a transaction of its own, whose time-outs
       // hold on whichever server connection it gets.
-      const opening = own?.timeoutMs === undefined ? timeouts.perStatement : timeouts.within(own.timeoutMs, own);
+      const opening = own?.timeoutMs === undefined ? timeouts.perStatement : within(own.timeoutMs, own);
       if (!opening) return (await watchdog.query(client, config, since)).rows as R[];
       await watchdog.query(client, opening, since);
       let result: pg.QueryResult;
@@ -116,7 +120,7 @@ export function openPostgres(options: PostgresOptions): Db {
     query: <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) => (queryOptions?.pipeline && pipelines
       ? pipelines.query<R>(named(sql, params, queryOptions))
       : queryOptions?.timeoutMs !== undefined && timed
-        ? timed.query<R>(named(sql, params, queryOptions), timeouts.within(queryOptions.timeoutMs, queryOptions))
+        ? timed.query<R>(named(sql, params, queryOptions), within(queryOptions.timeoutMs, queryOptions))
         : runOnPool<R>(named(sql, params, queryOptions), queryOptions)),
     exec: async (sql) => { await runOnPool(sql); },
     transaction: async (fn) => {

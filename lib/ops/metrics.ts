@@ -53,7 +53,7 @@ export class Metrics {
       labelNames: ['route'], buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers,
     });
     new Gauge({
-      name: 'portfolio_db_connections', help: 'PostgreSQL: connections of the pool (total, idle), requests waiting for one (waiting), statements sent on the pipelined connections and unanswered (pipelined).',
+      name: 'portfolio_db_connections', help: 'PostgreSQL: connections of the pool (total, idle), requests waiting for one (waiting), statements on the pipelined connections, the searches\' own included, unanswered or waiting for one (pipelined).',
       labelNames: ['state'], registers,
       collect() {
         const stats = sources.db.stats();

@@ -34,6 +34,14 @@ describe('several hosts in DATABASE_URL', () => {
     assert.equal(readConfig({ DB_PREPARED_STATEMENTS: 'off' }).dbPreparedStatements, false);
   });
 
+  test('SEARCH_CONCURRENCY: a third of DB_POOL_MAX by default; set, it must leave the pool a connection', () => {
+    assert.equal(readConfig({}).searchConcurrency, 3);
+    assert.equal(readConfig({ DB_POOL_MAX: '2' }).searchConcurrency, 1);
+    assert.equal(readConfig({ DB_POOL_MAX: '1' }).searchConcurrency, 1);
+    assert.equal(readConfig({ DB_POOL_MAX: '10', SEARCH_CONCURRENCY: '9' }).searchConcurrency, 9);
+    assert.throws(() => readConfig({ DB_POOL_MAX: '10', SEARCH_CONCURRENCY: '10' }), /SEARCH_CONCURRENCY=10 leaves no connection of DB_POOL_MAX=10 for the rest.*below 10/);
+  });
+
   test('a host that does not answer is unreachable, not a primary', async () => {
     const { primary, roles } = await findPrimary(['postgres://postgres@127.0.0.1:1/x'], 500);
     assert.equal(primary, null);
