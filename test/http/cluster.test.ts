@@ -59,7 +59,10 @@ describe('worker processes', () => {
       assert.ok(o.start < noticedAt && o.end > killedAt, `a request sent ${(o.start - killedAt).toFixed(1)} ms after the kill failed`);
       assert.ok(['ECONNRESET', 'TIMEOUT'].includes(String(o.status)), String(o.status));
     }
-    assert.ok(failed.length <= 8, `${failed.length} failed`);
+    // At most the 8 in flight at the kill, and those sent before the primary knew: a client whose
+    // request failed sends its next at once, and it may be handed to the dead worker too.
+    const sentMeanwhile = outcomes.filter((o) => o.start > killedAt && o.start < noticedAt).length;
+    assert.ok(failed.length <= 8 + sentMeanwhile, `${failed.length} failed, ${sentMeanwhile} sent between the kill and the primary's notice`);
     assert.ok(afterwards.length >= 20, `${afterwards.length} requests after the primary noticed`);
     assert.deepEqual(afterwards.filter((o) => !o.ok), []);
     const log = running.readLog('error.log');
