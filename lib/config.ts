@@ -100,6 +100,7 @@ export function readConfig(env: Env = process.env): Config {
   const production = env.NODE_ENV === 'production';
   const databaseUrl = env.DATABASE_URL?.trim() || null;
   const logDir = path.resolve(projectRoot, env.LOG_DIR ?? 'logs');
+  const dbPoolMax = readInteger(env, 'DB_POOL_MAX', 10, 1, 1000);
   const toLogTarget = (name: string) => (env.LOG_DIR === '-' ? '-' : path.join(logDir, name));
   return {
     port: readInteger(env, 'PORT', 8080, 0, 65535),
@@ -135,7 +136,7 @@ export function readConfig(env: Env = process.env): Config {
     replicaMaxLagMs: readInteger(env, 'REPLICA_MAX_LAG_MS', 5000, 0, 3_600_000),
     replicaWaitMs: readInteger(env, 'REPLICA_WAIT_MS', 100, 0, 10_000),
     dbPreparedStatements: readBoolean(env, 'DB_PREPARED_STATEMENTS', true),
-    dbPoolMax: readInteger(env, 'DB_POOL_MAX', 10, 1, 1000),
+    dbPoolMax,
     dbPipelineConnections: readInteger(env, 'DB_PIPELINE_CONNECTIONS', 2, 0, 64),
     dbPipelineDepth: readInteger(env, 'DB_PIPELINE_DEPTH', 16, 1, 1000),
     dbPipelineRetryMs: readInteger(env, 'DB_PIPELINE_RETRY_MS', 20, 0, 60_000),
@@ -144,7 +145,7 @@ export function readConfig(env: Env = process.env): Config {
     searchTimeoutMs: readInteger(env, 'SEARCH_TIMEOUT_MS', 250, 50, 600_000),
     // A third of the pool by default, each search on a connection of its own taken out of it: the
     // rest stays for person pages, lists and logins, at least one (lib/db/postgres.ts).
-    searchConcurrency: readSearchConcurrency(env),
+    searchConcurrency: readSearchConcurrency(env, dbPoolMax),
     searchWaitMs: readInteger(env, 'SEARCH_WAIT_MS', 5000, 0, 600_000),
     searchViewAliases: readAliases(env.SEARCH_VIEW_ALIASES ?? ''),
     dbConnectTimeoutMs: readInteger(env, 'DB_CONNECT_TIMEOUT_MS', 3000, 100, 60_000),
@@ -155,8 +156,7 @@ export function readConfig(env: Env = process.env): Config {
 }
 
 /** SEARCH_CONCURRENCY, below DB_POOL_MAX: the searches' connections come out of the pool, which keeps one or more. */
-function readSearchConcurrency(env: Env): number {
-  const pool = readInteger(env, 'DB_POOL_MAX', 10, 1, 1000);
+function readSearchConcurrency(env: Env, pool: number): number {
   const value = readInteger(env, 'SEARCH_CONCURRENCY', Math.max(1, Math.floor(pool / 3)), 1, 1000);
   if (env.SEARCH_CONCURRENCY && pool > 1 && value >= pool) {
     throw new Error(`SEARCH_CONCURRENCY=${value} leaves no connection of DB_POOL_MAX=${pool} for the rest: the searches' connections are taken out of the pool. Set it below ${pool}, or raise DB_POOL_MAX.`);

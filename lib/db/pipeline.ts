@@ -120,7 +120,7 @@ export class Pipelines {
     // Counted in `sent` from here on, in the same turn.
     pipe.waiting--;
     try {
-      return (await this.run(pipe, config, since, { config, opening, since, copy: null, answer: noop })).rows as R[];
+      return (await this.run(pipe, config, since, opening, { config, opening, since, copy: null, answer: noop })).rows as R[];
     } catch (err) {
       const failure = classifyError(readFailure(pipe.client, err));
       if (failure instanceof DbUnavailableError) this.discard(pipe, 'destroy');
@@ -128,8 +128,8 @@ export class Pipelines {
     }
   }
 
-  /** Sends the statement on pipe, which is open; `call`: a request's, which may be sent again. */
-  private run(pipe: Pipe, config: pg.QueryConfig, since: number, call: Call | null, opening = call?.opening ?? null): Promise<pg.QueryResult> {
+  /** Sends the statement on pipe, which is open, after its opening if any; `call`: a request's, which may be sent again. */
+  private run(pipe: Pipe, config: pg.QueryConfig, since: number, opening: string | null, call: Call | null): Promise<pg.QueryResult> {
     const begin = opening ?? this.options.timeouts.perStatement;
     if (!begin) return this.send(pipe, config, since, call);
     // Behind a pooler, or with settings of its own: a transaction of its own around it, the
@@ -287,7 +287,7 @@ export class Pipelines {
         sent.call = null;
         this.#retried++;
         // Watched from the request's start, as the original is.
-        call.copy = this.run(other, call.config, call.since, null, call.opening);
+        call.copy = this.run(other, call.config, call.since, call.opening, null);
         call.copy.then(call.answer, () => undefined);
       }
     }

@@ -16,12 +16,13 @@ const foldedWords = new Map<string, string>();
 const maxFoldedWords = 20_000;
 
 function foldWord(word: string): string {
-  if (word.length > 40) return fold(word).replace(/ /g, '');
   let folded = foldedWords.get(word);
   if (folded === undefined) {
-    if (foldedWords.size >= maxFoldedWords) foldedWords.clear();
     folded = fold(word).replace(/ /g, '');
-    foldedWords.set(word, folded);
+    if (word.length <= 40) {
+      if (foldedWords.size >= maxFoldedWords) foldedWords.clear();
+      foldedWords.set(word, folded);
+    }
   }
   return folded;
 }
