@@ -210,6 +210,25 @@ describe('remembered results', () => {
     assert.equal((await json(url)).body.total, 0);
   });
 
+  test("a renamed person's works count under the new name in the creator facet, and its link finds them", async () => {
+    await server.db.query(`INSERT INTO person (slug, vorname, nachname, username, image) VALUES ('rike-rabenfeld', 'Rike', 'Rabenfeld', 'rr', '/img/x.svg')`);
+    try {
+      const [person] = await server.db.query<{ id: number }>(`SELECT id FROM person WHERE slug = 'rike-rabenfeld'`);
+      await server.db.query(`INSERT INTO werk (person_id, titel, beschreibung, art, jahr) VALUES ($1, 'Quarzlicht I', '', 'Zeichnung', 2001), ($1, 'Quarzlicht II', '', 'Zeichnung', 2002)`, [person?.id]);
+      const creators = async () => (await json('/search?query=title,contains,quarzlicht')).body.facets.creator as { value: string; count: number; url: string }[];
+      assert.deepEqual((await creators()).map((f) => [f.value, f.count]), [['Rike Rabenfeld', 2]]);
+      await server.db.query(`UPDATE person SET nachname = 'Rabenstein' WHERE id = $1`, [person?.id]);
+      await server.db.query(`INSERT INTO werk (person_id, titel, beschreibung, art, jahr) VALUES ($1, 'Quarzlicht III', '', 'Zeichnung', 2003)`, [person?.id]);
+      const [facet] = await creators();
+      assert.deepEqual([facet?.value, facet?.count], ['Rike Rabenstein', 3]);
+      const applied = await json(new URL(facet?.url as string).pathname + new URL(facet?.url as string).search);
+      assert.equal(applied.body.total, 3);
+      assert.ok(applied.body.treffer.every((h: { person: { name: string } }) => h.person.name === 'Rike Rabenstein'));
+    } finally {
+      await server.db.query(`DELETE FROM person WHERE slug = 'rike-rabenfeld'`);
+    }
+  });
+
   test('kept documents: every representation shows a change at once, and an unchanged page keeps its ETag', async () => {
     const url = '/search?query=title,contains,Brunnenstudie';
     const get = async (format: string, etag?: string) => {

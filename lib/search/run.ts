@@ -121,12 +121,12 @@ export class Searcher {
     const werk = spec.scope === 'personen' ? null : withFacets(kindQuery(spec.lines, 'werk', words, params), 'werk', spec.facets, params);
     const limit = params.add(cap + 1);
     if (person) {
-      parts.push(`(SELECT 'person'::text AS typ, p.id, p.id AS person_id, NULL::text AS art, NULL::integer AS jahr,
-                          p.suche_name AS sort_title, ${person.score} AS score
+      parts.push(`(SELECT 'person'::text AS typ, p.id, p.id AS person_id, p.vorname || ' ' || p.nachname AS urheber,
+                          NULL::text AS art, NULL::integer AS jahr, p.suche_name AS sort_title, ${person.score} AS score
                      FROM ${rowsFound('person', 'p', person)} LIMIT ${limit})`);
     }
     if (werk) {
-      parts.push(`(SELECT 'werk'::text AS typ, w.id, w.person_id, w.art, w.jahr, w.suche_titel AS sort_title, ${werk.score} AS score
+      parts.push(`(SELECT 'werk'::text AS typ, w.id, w.person_id, w.urheber, w.art, w.jahr, w.suche_titel AS sort_title, ${werk.score} AS score
                      FROM ${rowsFound('werk', 'w', werk)} LIMIT ${limit})`);
     }
     const found: Found = { total: 0, exact: true, hits: [], facets: { rtype: [], creator: [], decade: [] }, marks: marksOf(spec.lines, words) };
@@ -138,11 +138,9 @@ export class Searcher {
                  SELECT art COLLATE "C" AS value, count(*)::int AS count FROM hits WHERE typ = 'werk' AND art <> ''
                   GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 20) f) AS rtype,
               (SELECT coalesce(json_agg(f ORDER BY f.count DESC, f.value COLLATE "C"), '[]'::json) FROM (
-                 -- Counted by person first, then named: one lookup per person, not per hit.
-                 SELECT * FROM (
-                   SELECT (SELECT p.vorname || ' ' || p.nachname FROM person p WHERE p.id = c.person_id) COLLATE "C" AS value, sum(c.n)::int AS count
-                     FROM (SELECT person_id, count(*) AS n FROM hits GROUP BY person_id) c GROUP BY 1) g
-                  ORDER BY g.count DESC, g.value LIMIT 10) f) AS creator,
+                 -- By name, as the hits carry it: two persons of one name are one value.
+                 SELECT urheber COLLATE "C" AS value, count(*)::int AS count FROM hits
+                  GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 10) f) AS creator,
               (SELECT coalesce(json_agg(f ORDER BY f.value DESC), '[]'::json) FROM (
                  -- Integers only (floor of a division is numeric); -5 is in the decade -10.
                  SELECT jahr - (jahr % 10 + 10) % 10 AS value, count(*)::int AS count FROM hits
@@ -150,15 +148,15 @@ export class Searcher {
               (SELECT coalesce(json_agg(x ORDER BY x.n), '[]'::json) FROM (
                  -- The page first, in the hits' own order, then the ten rows' titles and names.
                  SELECT h.n, h.typ, h.id, h.score,
-                        CASE WHEN h.typ = 'person' THEN p.vorname || ' ' || p.nachname ELSE w.titel END AS titel, p.slug,
-                        CASE WHEN h.typ = 'werk' THEN p.vorname || ' ' || p.nachname END AS person,
+                        CASE WHEN h.typ = 'person' THEN h.urheber ELSE w.titel END AS titel, p.slug,
+                        CASE WHEN h.typ = 'werk' THEN h.urheber END AS person,
                         w.beschreibung, h.art, h.jahr
                    FROM (SELECT row_number() OVER (ORDER BY ${orderBy[spec.sort]}) AS n, h.*
                            FROM (SELECT h.* FROM hits h ${spec.sort === 'author' ? authorOf : ''}
                                   ORDER BY ${orderBy[spec.sort]} LIMIT ${params.add(spec.size)} OFFSET ${params.add(spec.offset)}) h
                            ${spec.sort === 'author' ? authorOf : ''}) h
                    -- Looked up row by row, as authorOf is.
-                   CROSS JOIN LATERAL (SELECT p.vorname, p.nachname, p.slug FROM person p WHERE p.id = h.person_id OFFSET 0) p
+                   CROSS JOIN LATERAL (SELECT p.slug FROM person p WHERE p.id = h.person_id OFFSET 0) p
                    LEFT JOIN LATERAL (SELECT w.titel, w.beschreibung FROM werk w WHERE h.typ = 'werk' AND w.id = h.id OFFSET 0) w ON TRUE) x) AS page`;
     const [row] = await this.within(() => db.query<Row>(
       text,
@@ -343,7 +341,7 @@ function facetTest(kind: 'person' | 'werk', facet: FacetFilter, params: Params):
     case 'decade': return `coalesce(w.jahr >= ${value}::int AND w.jahr < ${value}::int + 10, false)`;
     case 'creator': return kind === 'person'
       ? `(p.vorname || ' ' || p.nachname = ${value})`
-      : `w.person_id IN (SELECT f.id FROM person f WHERE f.vorname || ' ' || f.nachname = ${value})`;
+      : `w.urheber = ${value}`;
   }
 }
 
