@@ -1,6 +1,7 @@
 // Migrations on a database that has rows (lib/db/migrate.ts, prepareDatabase in lib/db/index.ts):
 // the search index's stop words added to the rows there are give what a row written now gets,
-// and a migration that runs longer than a request's statement may still finishes.
+// the works there are get their creator's name, and a migration that runs longer than a
+// request's statement still finishes.
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -66,6 +67,27 @@ test('the rows there were get the index entries a row written now gets: stop wor
   assert.deepEqual(await found(`'t:weg'`), ['Weg']);
   const [person] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM person WHERE suche @@ $$'c:von'$$::tsquery`);
   assert.equal(person?.n, 1);
+});
+
+test("the works there were get their creator's name, as a work written now does", async () => {
+  const own = await openTestDb();
+  const { db } = own;
+  try {
+    await migrate(db, sqlFolder('010'));
+    await db.exec(`INSERT INTO person (id, vorname, nachname, slug, username, image) VALUES
+      (9101, 'Ida', 'Öztürk', 'ida-oeztuerk', 'io', ''), (9102, 'Ida', 'Öztürk', 'ida-oeztuerk-2', 'io2', '')`);
+    await db.exec(`INSERT INTO werk (person_id, titel) VALUES (9101, 'Erstes'), (9101, 'Zweites'), (9102, 'Drittes')`);
+    await migrate(db, sqlDir);
+    await db.exec(`INSERT INTO werk (person_id, titel) VALUES (9102, 'Viertes')`);
+    const rows = await db.query<{ titel: string; urheber: string }>(`SELECT titel, urheber FROM werk WHERE person_id IN (9101, 9102) ORDER BY id`);
+    assert.deepEqual(rows.map((r) => [r.titel, r.urheber]), [['Erstes', 'Ida Öztürk'], ['Zweites', 'Ida Öztürk'], ['Drittes', 'Ida Öztürk'], ['Viertes', 'Ida Öztürk']]);
+    await db.exec(`UPDATE werk SET person_id = 9101 WHERE titel = 'Viertes'`);
+    await db.exec(`UPDATE person SET vorname = 'Ada' WHERE id = 9101`);
+    const moved = await db.query<{ titel: string; urheber: string }>(`SELECT titel, urheber FROM werk WHERE person_id IN (9101, 9102) ORDER BY id`);
+    assert.deepEqual(moved.map((r) => [r.titel, r.urheber]), [['Erstes', 'Ada Öztürk'], ['Zweites', 'Ada Öztürk'], ['Drittes', 'Ida Öztürk'], ['Viertes', 'Ada Öztürk']]);
+  } finally {
+    await own.drop();
+  }
 });
 
 test('a migration longer than STATEMENT_TIMEOUT_MS runs to its end on a connection of its own', { skip: backend !== 'postgres' && 'PGlite has no statement time-out' }, async () => {
