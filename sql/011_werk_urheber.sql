@@ -5,18 +5,29 @@
 -- (person_suche_werke writes the person's works again).
 ALTER TABLE werk ADD COLUMN urheber text;
 
+-- The person is locked (FOR SHARE) while its name is read: a rename that commits meanwhile
+-- waits for the work's transaction, and then writes the work again with the new name
+-- (person_suche_werke); a rename that came first is read as it was committed.
 CREATE OR REPLACE FUNCTION werk_suche() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   beschreibung text := search_fold(NEW.beschreibung);
   art text := search_fold(NEW.art);
-  creator person%ROWTYPE;
+  name text;
+  folded text;
 BEGIN
-  SELECT * INTO creator FROM person p WHERE p.id = NEW.person_id;
-  NEW.urheber := creator.vorname || ' ' || creator.nachname;
+  SELECT p.vorname || ' ' || p.nachname, p.suche_name INTO name, folded FROM person p WHERE p.id = NEW.person_id FOR SHARE;
+  IF NOT FOUND THEN
+    -- What the foreign key would say, which checks only after the row is written.
+    RAISE foreign_key_violation USING
+      MESSAGE = 'insert or update on table "werk" violates foreign key constraint "werk_person_id_fkey"',
+      DETAIL = format('Key (person_id)=(%s) is not present in table "person".', NEW.person_id),
+      TABLE = 'werk', CONSTRAINT = 'werk_person_id_fkey';
+  END IF;
+  NEW.urheber := name;
   NEW.suche_titel := search_fold(NEW.titel);
   -- What the fields desc, rtype and cdate hold, for phrases in any.
   NEW.suche_text := btrim(beschreibung || ' ' || art || ' ' || coalesce(NEW.jahr::text, ''));
-  NEW.suche := search_werk(NEW.suche_titel, creator.suche_name, beschreibung, art, NEW.jahr);
+  NEW.suche := search_werk(NEW.suche_titel, folded, beschreibung, art, NEW.jahr);
   RETURN NEW;
 END;
 $$;
@@ -29,6 +40,10 @@ ALTER TABLE werk DISABLE TRIGGER werk_search_words_update;
 UPDATE werk w SET urheber = p.vorname || ' ' || p.nachname FROM person p WHERE p.id = w.person_id;
 ALTER TABLE werk ENABLE TRIGGER werk_search_words_update;
 ALTER TABLE werk ALTER COLUMN urheber SET NOT NULL;
+-- A statement that writes the name itself gets the person's name all the same.
+DROP TRIGGER werk_suche ON werk;
+CREATE TRIGGER werk_suche BEFORE INSERT OR UPDATE OF titel, beschreibung, art, jahr, person_id, urheber ON werk
+  FOR EACH ROW EXECUTE FUNCTION werk_suche();
 CREATE INDEX werk_titel_trgm ON werk USING gin (titel gin_trgm_ops) WITH (fastupdate = off);
 CREATE INDEX werk_suche ON werk USING gin (search_blocked(suche, id)) WITH (fastupdate = off);
 ANALYZE werk;

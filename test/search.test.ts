@@ -229,6 +229,47 @@ describe('remembered results', () => {
     }
   });
 
+  test('two persons of one name are one creator value; excluding it leaves out the works of both', async () => {
+    await server.db.query(`INSERT INTO person (slug, vorname, nachname, username, image) VALUES
+      ('uta-ulmental', 'Uta', 'Ulmental', 'uu1', '/img/x.svg'), ('uta-ulmental-2', 'Uta', 'Ulmental', 'uu2', '/img/x.svg'),
+      ('vera-vogelsang', 'Vera', 'Vogelsang', 'vv', '/img/x.svg')`);
+    try {
+      await server.db.query(`INSERT INTO werk (person_id, titel, art) SELECT p.id, 'Zinnoberstudie ' || p.slug, 'Zeichnung' FROM person p
+                              WHERE p.slug IN ('uta-ulmental', 'uta-ulmental-2', 'vera-vogelsang')`);
+      const url = '/search?query=title,contains,zinnoberstudie';
+      const creators = (await json(url)).body.facets.creator as { value: string; count: number }[];
+      assert.deepEqual(creators.map((f) => [f.value, f.count]), [['Uta Ulmental', 2], ['Vera Vogelsang', 1]]);
+      const left = await json(`${url}&facet=creator,exclude,Uta%20Ulmental`);
+      assert.deepEqual(left.body.treffer.map((h: { titel: string }) => h.titel), ['Zinnoberstudie vera-vogelsang']);
+      const only = await json(`${url}&facet=creator,include,Uta%20Ulmental`);
+      assert.equal(only.body.total, 2);
+    } finally {
+      await server.db.query(`DELETE FROM person WHERE slug IN ('uta-ulmental', 'uta-ulmental-2', 'vera-vogelsang')`);
+    }
+  });
+
+  test("a work's creator name is the person's, whatever a statement writes and whenever a rename commits", async () => {
+    await server.db.query(`INSERT INTO person (slug, vorname, nachname, username, image) VALUES ('wim-wendt', 'Wim', 'Wendt', 'ww', '/img/x.svg')`);
+    try {
+      const [person] = await server.db.query<{ id: number }>(`SELECT id FROM person WHERE slug = 'wim-wendt'`);
+      const name = async () => (await server.db.query<{ urheber: string }>(`SELECT urheber FROM werk WHERE person_id = $1`, [person?.id])).map((r) => r.urheber);
+      // A rename sent while a work is added waits for it, then writes it with the new name too.
+      let renamed: Promise<unknown> = Promise.resolve();
+      await server.db.transaction(async (tx) => {
+        await tx.query(`INSERT INTO werk (person_id, titel) VALUES ($1, 'Wendeltreppe')`, [person?.id]);
+        renamed = server.db.query(`UPDATE person SET vorname = 'Wilma' WHERE id = $1`, [person?.id]);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      });
+      await renamed;
+      assert.deepEqual(await name(), ['Wilma Wendt']);
+      await server.db.query(`UPDATE werk SET urheber = 'Jemand Anderes' WHERE person_id = $1`, [person?.id]);
+      assert.deepEqual(await name(), ['Wilma Wendt']);
+      await assert.rejects(server.db.query(`INSERT INTO werk (person_id, titel) VALUES (-1, 'Niemandes')`), { code: '23503' });
+    } finally {
+      await server.db.query(`DELETE FROM person WHERE slug = 'wim-wendt'`);
+    }
+  });
+
   test('kept documents: every representation shows a change at once, and an unchanged page keeps its ETag', async () => {
     const url = '/search?query=title,contains,Brunnenstudie';
     const get = async (format: string, etag?: string) => {
