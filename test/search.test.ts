@@ -211,9 +211,8 @@ describe('remembered results', () => {
   });
 
   test("a renamed person's works count under the new name in the creator facet, and its link finds them", async () => {
-    await server.db.query(`INSERT INTO person (slug, vorname, nachname, username, image) VALUES ('rike-rabenfeld', 'Rike', 'Rabenfeld', 'rr', '/img/x.svg')`);
+    const [person] = await server.db.query<{ id: number }>(`INSERT INTO person (slug, vorname, nachname, username, image) VALUES ('rike-rabenfeld', 'Rike', 'Rabenfeld', 'rr', '/img/x.svg') RETURNING id`);
     try {
-      const [person] = await server.db.query<{ id: number }>(`SELECT id FROM person WHERE slug = 'rike-rabenfeld'`);
       await server.db.query(`INSERT INTO werk (person_id, titel, beschreibung, art, jahr) VALUES ($1, 'Quarzlicht I', '', 'Zeichnung', 2001), ($1, 'Quarzlicht II', '', 'Zeichnung', 2002)`, [person?.id]);
       const creators = async () => (await json('/search?query=title,contains,quarzlicht')).body.facets.creator as { value: string; count: number; url: string }[];
       assert.deepEqual((await creators()).map((f) => [f.value, f.count]), [['Rike Rabenfeld', 2]]);
@@ -249,9 +248,8 @@ describe('remembered results', () => {
   });
 
   test("a work's creator name is the person's, whatever a statement writes and whenever a rename commits", async () => {
-    await server.db.query(`INSERT INTO person (slug, vorname, nachname, username, image) VALUES ('wim-wendt', 'Wim', 'Wendt', 'ww', '/img/x.svg')`);
+    const [person] = await server.db.query<{ id: number }>(`INSERT INTO person (slug, vorname, nachname, username, image) VALUES ('wim-wendt', 'Wim', 'Wendt', 'ww', '/img/x.svg') RETURNING id`);
     try {
-      const [person] = await server.db.query<{ id: number }>(`SELECT id FROM person WHERE slug = 'wim-wendt'`);
       const name = async () => (await server.db.query<{ urheber: string }>(`SELECT urheber FROM werk WHERE person_id = $1`, [person?.id])).map((r) => r.urheber);
       // A rename sent while a work is added waits for it, then writes it with the new name too.
       let renamed: Promise<unknown> = Promise.resolve();

@@ -146,7 +146,7 @@ export class Searcher {
                  SELECT jahr - (jahr % 10 + 10) % 10 AS value, count(*)::int AS count FROM hits
                   WHERE jahr IS NOT NULL GROUP BY 1) f) AS decade,
               (SELECT coalesce(json_agg(x ORDER BY x.n), '[]'::json) FROM (
-                 -- The page first, in the hits' own order, then the ten rows' titles and names.
+                 -- The page first, in the hits' own order (names as the hits carry them), then the ten rows' titles and slugs.
                  SELECT h.n, h.typ, h.id, h.score,
                         CASE WHEN h.typ = 'person' THEN h.urheber ELSE w.titel END AS titel, p.slug,
                         CASE WHEN h.typ = 'werk' THEN h.urheber END AS person,
