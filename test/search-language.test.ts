@@ -323,6 +323,33 @@ describe('bounded cost', () => {
     }
   });
 
+  test('a search that finishes hands its place to the one waiting first: none that comes meanwhile runs beside it', async () => {
+    const searcher = new Searcher({ cap: 100, timeoutMs: 1000, concurrency: 1, waitMs: 2000 });
+    let inside = 0;
+    let most = 0;
+    const order: string[] = [];
+    const task = (name: string) => async () => {
+      inside++;
+      most = Math.max(most, inside);
+      order.push(name);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      inside--;
+    };
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const first = searcher.within(() => gate);
+    const second = searcher.within(task('second'));
+    await Promise.resolve();
+    // A search that arrives after the first has finished its work and before its place is free.
+    let third: Promise<void> | undefined;
+    void gate.then(() => { third = searcher.within(task('third')); });
+    release();
+    await Promise.all([first, second]);
+    await third;
+    assert.equal(most, 1);
+    assert.deepEqual(order, ['second', 'third']);
+  });
+
   test('a search statement that runs into its time-out is 503, not 500', { skip: backend !== 'postgres' && 'PGlite does not enforce time-outs' }, async () => {
     const { db, drop } = await openTestDb();
     try {

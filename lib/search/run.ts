@@ -222,8 +222,10 @@ export class Searcher {
    * waitMs, then it is 503; a statement stopped by the time-out (57014) is 503 as well.
    */
   async within<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.running >= this.limits.concurrency) {
+    if (this.running >= this.limits.concurrency || this.waiting.length > 0) {
       if (this.waiting.length >= maxWaiting) throw busy('Too many searches are waiting; try again in a moment.');
+      // A search that finishes hands its place to the first waiting one (running stays as it
+      // is), so no search that comes later takes it in between.
       await new Promise<void>((resolve, reject) => {
         const turn = () => {
           clearTimeout(timer);
@@ -236,16 +238,18 @@ export class Searcher {
         }, this.limits.waitMs);
         this.waiting.push(turn);
       });
+    } else {
+      this.running++;
     }
-    this.running++;
     try {
       return await fn();
     } catch (err) {
       if ((err as { code?: string }).code === '57014') throw busy('The search took too long and was stopped; try again in a moment, or with fewer or longer words.', err);
       throw err;
     } finally {
-      this.running--;
-      this.waiting.shift()?.();
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
     }
   }
 }
