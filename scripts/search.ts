@@ -134,7 +134,9 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
 }
 
 function facetView(name: search.FacetName, f: search.FacetValue, filters: readonly FacetFilter[], pathAt: (at: number, filters: FacetFilter[]) => string): FacetView {
-  return { value: f.value, count: f.count, path: pathAt(0, [...filters, { name, mode: 'include', value: f.value }]) };
+  // A value already applied links to the list as it is, not to the facet given twice.
+  const applied = filters.some((a) => a.name === name && a.mode === 'include' && a.value === f.value);
+  return { value: f.value, count: f.count, path: pathAt(0, applied ? [...filters] : [...filters, { name, mode: 'include', value: f.value }]) };
 }
 
 export function describe(conditions: readonly Condition[]): string {
@@ -154,7 +156,7 @@ function readSettings(req: ScriptRequest, replaced: SearchResult['replaced']): S
     scope: readView(req, 'search_scope', scopes, 'default_scope', replaced),
     vid: readView(req, 'vid', Object.keys(views), 'portfolio', replaced),
     sort: readSort(query),
-    filters: query.getAll('facet').map(parseFacet),
+    filters: readFacets(query),
     // Kept in the links, so a deep link's language survives paging; the page is in English.
     lang: lang && /^[a-z]{2}(_[A-Z]{2})?$/.test(lang) ? lang : null,
   };
@@ -185,14 +187,21 @@ function readSort(query: URLSearchParams): Sort {
   return sort as Sort;
 }
 
+function readFacets(query: URLSearchParams): FacetFilter[] {
+  const raw = query.getAll('facet');
+  if (raw.length > maxFacets) throw new HttpError(400, `Parameter facet may be given at most ${maxFacets} times.`);
+  return raw.map(parseFacet);
+}
+
 /** facet=<name>,include|exclude,<value>, as Primo deep links write it. */
 function parseFacet(raw: string): FacetFilter {
   const [name = '', mode = '', ...rest] = raw.split(',');
   const value = rest.join(',').trim();
-  if (!(search.facetNames as readonly string[]).includes(name) || (mode !== 'include' && mode !== 'exclude') || value === '' || value.length > 200) {
+  // A creator's name is up to 200 letters of first and last name each, with a space between.
+  if (!(search.facetNames as readonly string[]).includes(name) || (mode !== 'include' && mode !== 'exclude') || value === '' || value.length > 401) {
     throw new HttpError(400, `Parameter facet must read <name>,include,<value> or <name>,exclude,<value>, e.g. rtype,include,Roman; names: ${search.facetNames.join(', ')}.`);
   }
-  if (name === 'decade' && !/^-?[0-9]{1,4}0$/.test(value)) {
+  if (name === 'decade' && !/^(0|-?[1-9][0-9]{0,3}0)$/.test(value)) {
     throw new HttpError(400, `A decade facet's value is the decade's first year, e.g. decade,include,1990, not "${clip(value)}".`);
   }
   return { name: name as search.FacetName, mode, value };
@@ -212,7 +221,9 @@ function joining(conditions: readonly Condition[], i: number): search.Operator |
 /** A condition as its query parameter writes it: field,match,term[,operator]. */
 function queryText(conditions: readonly Condition[], i: number): string {
   const c = conditions[i] as Condition;
-  const operator = joining(conditions, i);
+  // A term that itself ends in ,AND (the form's "haus,AND") would read as its operator: the
+  // operator is written after it then, even where it joins nothing.
+  const operator = joining(conditions, i) ?? (/,(AND|OR|NOT)$/.test(c.term) ? c.operator ?? 'AND' : null);
   return `${c.field},${c.match},${c.term}${operator ? `,${operator}` : ''}`;
 }
 
@@ -268,10 +279,16 @@ export function toJson(result: SearchResult, link: LinkFn) {
     })),
     facets: facetsJson(result, link),
     suggestion: result.suggestion ? {
-      query: result.suggestion.conditions.map((c) => `${c.field},${c.match},${c.term}`),
+      query: result.suggestion.conditions.map((_, i, all) => queryText(all, i)),
       url: link(result.suggestion.path),
     } : null,
   };
+}
+
+/** A condition as an XML query element: field, match and the operator joining it with the next. */
+function queryXml(c: Condition, i: number, conditions: readonly Condition[]) {
+  const operator = joining(conditions, i);
+  return { '@_field': c.field, '@_match': c.match, ...(operator ? { '@_operator': operator } : {}), '#text': c.term };
 }
 
 export function toXml(result: SearchResult, link: LinkFn) {
@@ -292,11 +309,7 @@ export function toXml(result: SearchResult, link: LinkFn) {
       '@_total_is_exact': result.exact,
       '@_offset': result.offset,
       '@_limit': result.size,
-      query: result.conditions.map((c, i) => ({
-        '@_field': c.field, '@_match': c.match,
-        ...(joining(result.conditions, i) ? { '@_operator': joining(result.conditions, i) } : {}),
-        '#text': c.term,
-      })),
+      query: result.conditions.map(queryXml),
       ...(result.filters.length ? { facet: result.filters.map((f) => ({ '@_name': f.name, '@_mode': f.mode, '#text': f.value })) } : {}),
       ...(result.replaced.length ? { replaced: result.replaced.map((r) => ({ '@_name': r.name, '@_used': r.used, '#text': r.requested })) } : {}),
       ...(previous ? { previous: { '@_ref': previous } } : {}),
@@ -310,7 +323,7 @@ export function toXml(result: SearchResult, link: LinkFn) {
         ...(h.excerpt ? { excerpt: plain(h.excerpt) } : {}),
       })),
       facets: { facet: search.facetNames.map(facet) },
-      ...(result.suggestion ? { suggestion: { '@_ref': link(result.suggestion.path), query: result.suggestion.conditions.map((c) => ({ '@_field': c.field, '@_match': c.match, '#text': c.term })) } } : {}),
+      ...(result.suggestion ? { suggestion: { '@_ref': link(result.suggestion.path), query: result.suggestion.conditions.map(queryXml) } } : {}),
     },
   };
 }

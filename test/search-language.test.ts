@@ -202,8 +202,32 @@ describe('ranking, sorting and facets', () => {
       assert.deepEqual(r.facets.decade.map((f) => [f.value, f.count]), [['0', 1], ['-10', 2], ['-20', 1]]);
       const minusTen = await follow(r.facets.decade.find((f) => f.value === '-10')?.url ?? '');
       assert.deepEqual(minusTen.treffer.map((h) => h.jahr).sort(), [-10, -5]);
+      const zero = await follow(r.facets.decade.find((f) => f.value === '0')?.url ?? '');
+      assert.deepEqual(zero.treffer.map((h) => h.jahr), [5]);
     } finally {
       await server.db.query('DELETE FROM werk WHERE id = ANY($1::int[])', [ids.map((r) => r.id)]);
+    }
+  });
+
+  test('a facet already applied links to the list as it is; more than 10 facets are 400; a creator of a long name has a facet link that works', async () => {
+    const applied = await search(`${q('müller')}&facet=${encodeURIComponent('creator,include,Jürgen Müller')}`);
+    const own = applied.facets.creator.find((f) => f.value === 'Jürgen Müller');
+    assert.ok(own);
+    assert.equal(own.url.match(/facet=/g)?.length, 1);
+    const eleven = Array.from({ length: 11 }, (_, i) => `facet=rtype,exclude,Typ${i}`).join('&');
+    const refused = await fetch(`${server.origin}/search.json?${q('müller')}&${eleven}`);
+    assert.equal(refused.status, 400);
+    assert.match((await readJson(refused) as { detail: string }).detail, /facet may be given at most 10 times/);
+    const [person] = await server.db.query<{ id: number }>(
+      `INSERT INTO person (slug, vorname, nachname, username, image) VALUES ('langnamprobe', $1, 'Langnamprobe', 'langnamprobe', '/img/person.svg') RETURNING id`, ['Sehr'.repeat(50)]);
+    try {
+      await server.db.query(`INSERT INTO werk (person_id, titel) VALUES ($1, 'Langnamwerk')`, [person?.id]);
+      const r = await search(q('langnamwerk', 'title'));
+      const creator = r.facets.creator[0];
+      assert.equal(creator?.value, `${'Sehr'.repeat(50)} Langnamprobe`);
+      assert.deepEqual(titles(await follow(creator?.url ?? '')), ['Langnamwerk']);
+    } finally {
+      await server.db.query('DELETE FROM person WHERE id = $1', [person?.id]);
     }
   });
 
@@ -226,6 +250,23 @@ describe('did you mean, highlighting, excerpts', () => {
     const html = await (await fetch(`${server.origin}/search?${q('muellr')}`)).text();
     assert.match(html, /Did you mean <a href="search\?query=any,contains,m%C3%BCller[^"]*">müller<\/a>\?/);
     assert.equal((await search(q('müller'))).suggestion, null);
+  });
+
+  test('the suggestion keeps the operators that join the lines, in JSON and XML', async () => {
+    const query = `${q('muellr')},NOT&${q('nachtschicht')}`;
+    const r = await search(query);
+    assert.deepEqual(r.suggestion?.query, ['any,contains,müller,NOT', 'any,contains,nachtschicht']);
+    const xml = await (await fetch(`${server.origin}/search.xml?${query}`)).text();
+    assert.match(xml, /<suggestion ref="[^"]+">\s*<query field="any" match="contains" operator="NOT">müller<\/query>\s*<query field="any" match="contains">nachtschicht<\/query>\s*<\/suggestion>/);
+  });
+
+  test('a term that ends in ,OR keeps it as its own in the canonical URL', async () => {
+    const res = await fetch(`${server.origin}/search?term=${encodeURIComponent('nacht,OR')}&field=title`, { redirect: 'manual' });
+    assert.equal(res.status, 303);
+    const location = res.headers.get('location') ?? '';
+    assert.match(location, /query=title,contains,nacht,OR,AND&/);
+    const followed = await fetch(new URL(location, server.origin), { headers: { accept: 'application/json' } });
+    assert.deepEqual((await readJson(followed) as { query: string[] }).query, ['title,contains,nacht,OR,AND']);
   });
 
   test('the HTML list marks the matched words, escaped, and shows the description around the first match', async () => {
