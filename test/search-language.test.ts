@@ -331,7 +331,11 @@ describe('bounded cost', () => {
       const r = await readJson(res) as Result;
       assert.equal(r.total, 20);
       assert.equal(r.total_is_exact, false);
-      assert.ok((r.facets.rtype[0]?.count ?? 0) >= 20);
+      // Counted, ranked and paged: the 20 taken, not the one more that told there were more.
+      assert.deepEqual(r.facets.rtype.map((f) => [f.value, f.count]), [['Skizze', 20]]);
+      const last = await readJson(await fetch(`${small.origin}/search.json?${q('kappungsstudie')}&offset=10`)) as Result;
+      assert.equal(last.treffer.length, 10);
+      assert.equal(new Set([...r.treffer, ...last.treffer].map((h) => h.url)).size, 20);
       const html = await (await fetch(`${small.origin}/search?${q('kappungsstudie')}`)).text();
       assert.match(html, /At least 20 results/);
       assert.equal((await fetch(`${small.origin}/search.json?${q('kappungsstudie')}&offset=20`)).status, 400);

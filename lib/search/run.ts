@@ -119,21 +119,27 @@ export class Searcher {
     const noPersons = spec.scope === 'werke' || spec.facets.some((f) => f.mode === 'include' && f.name !== 'creator');
     const person = noPersons ? null : withFacets(kindQuery(spec.lines, 'person', words, params), 'person', spec.facets, params);
     const werk = spec.scope === 'personen' ? null : withFacets(kindQuery(spec.lines, 'werk', words, params), 'werk', spec.facets, params);
+    // One row more than it takes tells that there were more; k numbers the rows of each kind, so
+    // that only those taken are ranked, counted and paged.
     const limit = params.add(cap + 1);
+    const taken = params.add(cap);
     if (person) {
       parts.push(`(SELECT 'person'::text AS typ, p.id, p.id AS person_id, p.vorname || ' ' || p.nachname AS urheber,
-                          NULL::text AS art, NULL::integer AS jahr, p.suche_name AS sort_title, ${person.score} AS score
+                          NULL::text AS art, NULL::integer AS jahr, p.suche_name AS sort_title, ${person.score} AS score,
+                          row_number() OVER () AS k
                      FROM ${rowsFound('person', 'p', person)} LIMIT ${limit})`);
     }
     if (werk) {
-      parts.push(`(SELECT 'werk'::text AS typ, w.id, w.person_id, w.urheber, w.art, w.jahr, w.suche_titel AS sort_title, ${werk.score} AS score
+      parts.push(`(SELECT 'werk'::text AS typ, w.id, w.person_id, w.urheber, w.art, w.jahr, w.suche_titel AS sort_title, ${werk.score} AS score,
+                          row_number() OVER () AS k
                      FROM ${rowsFound('werk', 'w', werk)} LIMIT ${limit})`);
     }
     const found: Found = { total: 0, exact: true, hits: [], facets: { rtype: [], creator: [], decade: [] }, marks: marksOf(spec.lines, words) };
     if (parts.length === 0) return found;
-    const text = `WITH hits AS MATERIALIZED (${parts.join(' UNION ALL ')})
-       SELECT (SELECT count(*) FILTER (WHERE typ = 'person')::int FROM hits) AS personen,
-              (SELECT count(*) FILTER (WHERE typ = 'werk')::int FROM hits) AS werke,
+    const text = `WITH found AS MATERIALIZED (${parts.join(' UNION ALL ')}),
+            hits AS MATERIALIZED (SELECT * FROM found WHERE k <= ${taken})
+       SELECT (SELECT count(*) FILTER (WHERE typ = 'person')::int FROM found) AS personen,
+              (SELECT count(*) FILTER (WHERE typ = 'werk')::int FROM found) AS werke,
               (SELECT coalesce(json_agg(f ORDER BY f.count DESC, f.value COLLATE "C"), '[]'::json) FROM (
                  SELECT art COLLATE "C" AS value, count(*)::int AS count FROM hits WHERE typ = 'werk' AND art <> ''
                   GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 20) f) AS rtype,
@@ -168,14 +174,15 @@ export class Searcher {
     ));
     if (!row) return found;
     const exact = row.personen <= cap && row.werke <= cap;
+    const total = Math.min(row.personen, cap) + Math.min(row.werke, cap);
     // Past the end of a search whose hits were all taken: an empty page, as any list has. Past
-    // the cap of one that had more: those hits were never taken.
-    if (!exact && spec.offset >= cap) {
-      throw new HttpError(400, `Parameter offset is ${spec.offset}; a search pages through its first ${cap} hits only. Add words or a facet to narrow it.`);
+    // the hits taken by one that had more: those were never taken.
+    if (!exact && spec.offset >= total) {
+      throw new HttpError(400, `Parameter offset is ${spec.offset}; a search pages through the first ${cap} hits of each kind only (${total} here). Add words or a facet to narrow it.`);
     }
     return {
       ...found,
-      total: exact ? row.personen + row.werke : cap,
+      total,
       exact,
       hits: parseJson<(Hit & { n: number })[]>(row.page).map(({ n: _n, ...hit }) => hit),
       facets: {
