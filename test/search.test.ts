@@ -38,6 +38,8 @@ describe('search validation', () => {
     ['query=any,contains,h*', /at least 2 letters before its first wildcard/],
     ['query=any,contains,' + encodeURIComponent('ha* ne* st* mo* wi*'), /5 words with \* or \?; at most 4/],
     ['query=any,contains,NOT%20haus', /no word that must be there/],
+    ['query=any,contains,' + encodeURIComponent('haus OR NOT nacht'), /no word that must be there.*do not OR a NOT with a word/],
+    ['query=any,contains,haus,OR&query=any,contains,' + encodeURIComponent('NOT nacht'), /no word that must be there/],
     ['query=any,contains,x%00y', /NUL byte/],
     ['query=any,contains,' + Array.from({ length: 13 }, (_, i) => `w${i}`).join('%20'), /13 words and phrases; at most 12/],
   ];

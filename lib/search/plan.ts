@@ -295,12 +295,16 @@ function indexQuery(expr: Expr): string | true {
   }
 }
 
-/** Whether some atom must be there (not only NOTs). */
+/**
+ * Whether every hit must have some atom: not only NOTs, and no NOT ORed with a word (`haus OR
+ * NOT nacht` is nearly every row, read one by one).
+ */
 function hasPositive(expr: Expr): boolean {
   switch (expr.t) {
     case 'const': case 'not': return false;
     case 'atom': return true;
-    case 'and': case 'or': return expr.parts.some(hasPositive);
+    case 'and': return expr.parts.some(hasPositive);
+    case 'or': return expr.parts.every(hasPositive);
   }
 }
 
@@ -363,7 +367,7 @@ export function kindQuery(lines: readonly ParsedLine[], kind: Kind, words: Map<s
   if (index === true) {
     if (!hasPositive(expr)) {
       const terms = lines.map((l) => `"${clip(l.condition.term, 40)}"`).join(', ');
-      throw new HttpError(400, `The search ${terms} has no word that must be there: add one outside NOT.`);
+      throw new HttpError(400, `The search ${terms} has no word that must be there: add one outside NOT, and do not OR a NOT with a word.`);
     }
     return { probe: null, where: predicate(expr, ctx).write(params), score: scores.length ? joined(scores, ' + ').write(params) : '0' };
   }
