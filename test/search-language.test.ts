@@ -304,6 +304,11 @@ describe("deep links written for Primo's views", () => {
     assert.match((await readJson(res) as { url: string }).url, /&lang=de$/);
   });
 
+  test('a long view name is cut before a character outside the BMP, not between its halves', async () => {
+    const r = await search(`${q('nebel')}&vid=${'x'.repeat(99)}${encodeURIComponent('😀')}`);
+    assert.deepEqual(r.replaced?.map((x) => x.requested), [`${'x'.repeat(99)}…`]);
+  });
+
   test('SEARCH_VIEW_ALIASES maps another view to one of ours', async () => {
     const res = await fetch(`${server.origin}/search?${q('nebel')}&vid=01ABC_INST:PRINT`);
     const html = await res.text();

@@ -41,6 +41,8 @@ describe('search validation', () => {
     ['query=any,contains,' + encodeURIComponent('haus OR NOT nacht'), /no word that must be there.*do not OR a NOT with a word/],
     ['query=any,contains,haus,OR&query=any,contains,' + encodeURIComponent('NOT nacht'), /no word that must be there/],
     ['query=any,contains,x%00y', /NUL byte/],
+    ['query=any,contains,%ZZ', /invalid percent-encoding/],
+    ['query=any,contains,m%FCller', /invalid percent-encoding/],
     ['query=any,contains,' + Array.from({ length: 13 }, (_, i) => `w${i}`).join('%20'), /13 words and phrases; at most 12/],
   ];
   for (const [query, message] of bad) {

@@ -24,6 +24,13 @@ export interface FieldError {
   message: string;
 }
 
+/** A value quoted in an error message, cut to max characters (not between the halves of an emoji). */
+export function clip(text: string, max = 60): string {
+  if (text.length <= max) return text;
+  const end = /[\uD800-\uDBFF]/.test(text.charAt(max - 1)) ? max - 1 : max;
+  return text.slice(0, end) + '…';
+}
+
 export class HttpError extends Error {
   override name = 'HttpError';
   readonly status: number;

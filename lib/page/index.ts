@@ -6,7 +6,7 @@ export type { Account, Identity } from '../auth/index.ts';
 export { findAccount } from '../auth/index.ts';
 export type { Db, Queryable } from '../db/index.ts';
 export type { FieldError, Format } from '../http/index.ts';
-export { HttpError, NoContent, Redirect, Streamed } from '../http/index.ts';
+export { clip, HttpError, NoContent, Redirect, Streamed } from '../http/index.ts';
 export { change, changeWithUpload, librariansOnly, mayChangePerson, notYours } from './change.ts';
 export type { Failure, FormField, FormPage } from './form.ts';
 export { formAgain, formDocument, freshForm, showForm } from './form.ts';
@@ -23,7 +23,7 @@ export { deletePerson, insertPerson, setPersonImage, updatePerson } from './pers
 export type { PictureOptions } from './picture.ts';
 export { pictureIn, pictureWidths, storePicture } from './picture.ts';
 export type { Document, LinkFn, Outcome, Paging, ScriptModule, ScriptRequest } from './request.ts';
-export { buildQuery, clip, loginLink, pageLinks, pagingOf, readId, readNonNegativeInteger, requireLogin } from './request.ts';
+export { buildQuery, loginLink, pageLinks, pagingOf, readId, readNonNegativeInteger, requireLogin } from './request.ts';
 export type { Werk } from './werk.ts';
 export { editWerkPage, findWerk, newWerkPage, readWerk, resolveWerk, werkJson, werkValues, werkView, werkXml } from './werk.ts';
 export { deleteWerk, insertWerk, updateWerk } from './werk-store.ts';

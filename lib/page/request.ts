@@ -5,7 +5,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Account, Identity, SessionControl } from '../auth/index.ts';
 import type { Db } from '../db/index.ts';
 import type { Body, BodyType, Format, NoContent, Redirect, Streamed, Upload } from '../http/index.ts';
-import { HttpError } from '../http/index.ts';
+import { clip, HttpError } from '../http/index.ts';
 import type { PictureOptions } from './picture.ts';
 import type { Searcher } from '../search/index.ts';
 
@@ -133,10 +133,6 @@ export function readId(query: URLSearchParams, name: string): number {
     throw new HttpError(400, `Parameter ${name} must be a positive integer id, not "${clip(raw)}".`);
   }
   return Number(raw);
-}
-
-export function clip(text: string, max = 60): string {
-  return text.length > max ? text.slice(0, max) + '…' : text;
 }
 
 /** Offsets of the neighbouring pages, null where there is none. */

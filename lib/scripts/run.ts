@@ -9,7 +9,7 @@ import { projectRoot } from '../config.ts';
 import type { Db, ReadRoute, Replicas } from '../db/index.ts';
 import { DataVersion, failsOnReplica, ResultCache, unknownPosition } from '../db/index.ts';
 import type { BodyReader, Exchange, Format, Target } from '../http/index.ts';
-import { alternatesOf, etagOf, NoContent, readUpload, Redirect, Streamed } from '../http/index.ts';
+import { alternatesOf, etagOf, HttpError, NoContent, readUpload, Redirect, Streamed } from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
 import type { Outcome, ScriptModule, ScriptRequest } from '../page/index.ts';
 import type { Produced, Templates } from '../render/index.ts';
@@ -97,7 +97,7 @@ export class ScriptRunner {
     const request: ScriptRequest = {
       method: method === 'HEAD' ? 'GET' : method,
       format,
-      query: new URLSearchParams(run.query),
+      query: readQuery(run.query),
       headers: ex.req.headers,
       db,
       link: target.link,
@@ -180,4 +180,17 @@ export class ScriptRunner {
 
 function refusingSession(refuse: () => never): ScriptRequest['session'] {
   return { expired: refuse, csrfToken: refuse, checkCsrf: refuse, loginToken: refuse, checkLoginToken: refuse, start: refuse, end: refuse };
+}
+
+/**
+ * The query string as parameters. A bad percent-encoding (%ZZ, or Latin-1's m%FCller) is 400,
+ * as in the path, where URLSearchParams would read it as U+FFFD and answer for another term.
+ */
+function readQuery(raw: string): URLSearchParams {
+  try {
+    decodeURIComponent(raw.replace(/\+/g, ' '));
+  } catch {
+    throw new HttpError(400, 'The query string contains an invalid percent-encoding: write each byte of UTF-8 as %XX.');
+  }
+  return new URLSearchParams(raw);
 }

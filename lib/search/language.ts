@@ -2,7 +2,7 @@
 // is <field>,<match>,<term>[,AND|OR|NOT]; a contains term holds words, "quoted phrases", AND,
 // OR and NOT in capitals, and the wildcards * and ? inside or at the end of a word. Parsing
 // turns each line into clauses of atoms; lib/search/plan.ts turns those into SQL.
-import { HttpError } from '../http/index.ts';
+import { clip, HttpError } from '../http/index.ts';
 
 export const fields = ['any', 'title', 'creator', 'desc', 'rtype', 'cdate'] as const;
 export const matches = ['contains', 'exact', 'begins_with'] as const;
@@ -183,6 +183,3 @@ export function parseLines(conditions: readonly Condition[]): ParsedLine[] {
   return lines;
 }
 
-export function clip(text: string, max = 60): string {
-  return text.length > max ? text.slice(0, max) + '…' : text;
-}

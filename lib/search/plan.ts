@@ -4,9 +4,8 @@
 // a check on the folded text of the rows the probe found. A search takes at most
 // `cap` persons and `cap` works from the index, ranks and counts those, and says when there
 // were more: the cost of any search is bounded by the cap, not by the size of the tables.
-import { HttpError } from '../http/index.ts';
+import { clip, HttpError } from '../http/index.ts';
 import type { Atom, Field, ParsedLine } from './language.ts';
-import { clip } from './language.ts';
 
 export type Kind = 'person' | 'werk';
 type Tag = 't' | 'c' | 'd' | 'r' | 'y';
