@@ -288,6 +288,33 @@ describe('did you mean, highlighting, excerpts', () => {
   });
 });
 
+describe('excerpts and marks', () => {
+  test('a description that fits is shown whole; a match after a long run without spaces stays in the excerpt', async () => {
+    const ids = await server.db.query<{ id: number }>(
+      `INSERT INTO werk (person_id, titel, beschreibung) VALUES (1, 'Auszugprobe eins', $1), (1, 'Auszugprobe zwei', $2) RETURNING id`,
+      [`${'Kurzer Satz ohne Treffer, '.repeat(3)}dann die Auszugprobe.`, `${'Bindestrich-'.repeat(20)}Wort und dann die Auszugprobe am Ende.`]);
+    try {
+      const r = await search(q('auszugprobe', 'desc'));
+      const excerpt = (n: number) => r.treffer.find((h) => h.url.endsWith(`/werk/${ids[n]?.id}`))?.excerpt ?? '';
+      assert.equal(excerpt(0), `${'Kurzer Satz ohne Treffer, '.repeat(3)}dann die Auszugprobe.`);
+      assert.match(excerpt(1), /^….*Auszugprobe am Ende\.$/);
+      const html = await (await fetch(`${server.origin}/search?${q('auszugprobe', 'desc')}`)).text();
+      assert.equal(html.match(/<p class="excerpt">[^\n]*?<mark>Auszugprobe<\/mark>/g)?.length, 2);
+    } finally {
+      await server.db.query('DELETE FROM werk WHERE id = ANY($1::int[])', [ids.map((r) => r.id)]);
+    }
+  });
+
+  test('stop words are not marked, nor words they are inside', async () => {
+    const html = await (await fetch(`${server.origin}/search?${q('der OR die')}`)).text();
+    assert.ok((await search(q('der OR die'))).total > 10);
+    assert.deepEqual(html.match(/<mark>[^<]*<\/mark>/g) ?? [], []);
+    const nebel = await (await fetch(`${server.origin}/search?${q('nebel der')}`)).text();
+    assert.match(nebel, /<mark>Nebel<\/mark>/);
+    assert.doesNotMatch(nebel, /<mark>der<\/mark>/i);
+  });
+});
+
 describe("deep links written for Primo's views", () => {
   test("another installation's vid and tab answer with ours, and the page says which it used", async () => {
     const r = await search(`${q('nebel')}&vid=01XYZ_INST:MAIN&tab=Everything&search_scope=MyInst_and_CI&lang=de&mode=advanced&pcAvailability=true&displayMode=full`);

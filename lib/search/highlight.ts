@@ -53,11 +53,19 @@ export function excerpt(text: string, marks: readonly string[], length = 160): P
   const first = pieces.findIndex((p) => p.mark);
   if (first === -1) return null;
   const at = pieces.slice(0, first).reduce((n, p) => n + p.text.length, 0);
-  let start = Math.max(0, at - Math.floor(length / 3));
-  let end = Math.min(text.length, start + length);
-  // Cut at spaces, not inside words.
-  if (start > 0) start = text.indexOf(' ', start) + 1 || start;
-  if (end < text.length) end = text.lastIndexOf(' ', end) > at ? text.lastIndexOf(' ', end) : end;
+  const after = at + (pieces[first] as Piece).text.length;
+  // A third before the match, or less where the text ends before the length is filled.
+  let start = Math.max(0, Math.min(at - Math.floor(length / 3), text.length - length));
+  // Cut at spaces, not inside words, and never past the match.
+  if (start > 0) {
+    const space = text.indexOf(' ', start);
+    if (space !== -1 && space < at) start = space + 1;
+  }
+  let end = Math.min(text.length, Math.max(start + length, after));
+  if (end < text.length) {
+    const space = text.lastIndexOf(' ', end);
+    if (space >= after) end = space;
+  }
   const cut = highlight(text.slice(start, end), marks);
   if (start > 0) cut.unshift({ text: '…', mark: false });
   if (end < text.length) cut.push({ text: '…', mark: false });

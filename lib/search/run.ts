@@ -358,10 +358,13 @@ function facetTest(kind: 'person' | 'werk', facet: FacetFilter, params: Params):
 
 /** The folded words the HTML list marks: the query's words, their stems and the words they stood for. */
 function marksOf(lines: readonly ParsedLine[], words: Map<string, WordInfo>): string[] {
+  // Stop words (no stem) count nothing and are no compound parts: marked, der would mark
+  // Wanderung and Felder.
+  const stops = new Set([...words].filter(([, info]) => info.stem === null).map(([key]) => key.slice(0, key.indexOf(' '))));
   const marks = new Set<string>();
   for (const atom of lines.flatMap((l) => l.clauses.flat())) {
     if (atom.negated) continue;
-    for (const word of atom.words) if (!/[*?]/.test(word)) marks.add(word);
+    for (const word of atom.words) if (!/[*?]/.test(word) && !stops.has(word)) marks.add(word);
   }
   for (const info of words.values()) {
     if (info.stem) marks.add(info.stem);
