@@ -100,8 +100,8 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     if (!handler) throw new HttpError(405, `${method} is not supported here; use ${allow.join(', ')}.`, { allow });
     // 5. Representation: the suffix, or Accept; 406 lists the alternatives.
     const available = formatsOf(script);
-    // Before the script has run, the address asked for (or its script's name) is the best name of the document.
-    const guess = target.bare.endsWith('.php') ? destination.path.replace(/\.php$/, '') : target.bare;
+    // Before the script has run, the address asked for, with its query, is the best name of the document.
+    const guess = target.query ? `${target.bare}?${target.query}` : target.bare;
     const format = script.only && target.suffix === null ? script.only.format : chooseFormat({ suffix: target.suffix, accept: req.headers.accept, available, path: guess, link: target.link });
     // 6. Identity: who is asking is read only if the script asks; public documents never do.
     const requester = auth.requester(ex, target);

@@ -59,6 +59,16 @@ describe('representation choice', () => {
     for (const suffix of ['html', 'xml', 'json']) assert.ok(html.includes(`href="${server.origin}/person/max-muster.${suffix}"`), suffix);
   });
 
+  test('the 406 list keeps the query, and a script URL lists its own forms', async () => {
+    for (const [path, stem, query] of [['/search?query=any,contains,haus', '/search', '?query=any,contains,haus'], ['/person.php?pid=1', '/person.php', '?pid=1']] as const) {
+      const res = await get(path, { accept: 'application/problem+json' });
+      assert.equal(res.status, 406);
+      const hrefs = (await readJson(res)).alternates.map((a: { href: string }) => a.href) as string[];
+      assert.deepEqual(hrefs, ['html', 'xml', 'json'].map((s) => `${server.origin}${stem}.${s}${query}`));
+      for (const href of hrefs) assert.equal((await fetch(href)).status, 200, href);
+    }
+  });
+
   test('406 as problem details when the client takes problem+json', async () => {
     const res = await get('/person/max-muster', { accept: 'application/problem+json' });
     assert.equal(res.status, 406);
