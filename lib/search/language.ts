@@ -44,6 +44,8 @@ export const maxAtoms = 12;
 export const wildcardPrefix = 2;
 /** Words with wildcards in all lines together: each stands for up to dozens of words. */
 export const maxWildcards = 4;
+/** The index leaves out longer "words" (sql/010_search_index.sql): no one searches for them. */
+export const maxWordLength = 100;
 
 const conditionHelp = `must read <field>,<match>,<term> or <field>,<match>,<term>,<AND|OR|NOT>, e.g. any,contains,Müller; fields: ${fields.join(', ')}; match types: ${matches.join(', ')}`;
 
@@ -175,6 +177,10 @@ export function parseLines(conditions: readonly Condition[]): ParsedLine[] {
   const atoms = lines.reduce((n, line) => n + line.clauses.flat().length, 0);
   if (atoms > maxAtoms) {
     throw new HttpError(400, `The search has ${atoms} words and phrases; at most ${maxAtoms} are searched together. Leave some out.`);
+  }
+  const long = lines.flatMap((line) => line.clauses.flat()).find((a) => a.words.some((w) => w.length > maxWordLength));
+  if (long) {
+    throw new HttpError(400, `"${clip(long.raw)}" has a word of more than ${maxWordLength} letters, which the index does not keep; search for a shorter part of it with *.`);
   }
   const wild = lines.reduce((n, line) => n + line.clauses.flat().filter((a) => a.words.some((w) => /[*?]/.test(w))).length, 0);
   if (wild > maxWildcards) {
