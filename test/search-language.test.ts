@@ -129,6 +129,24 @@ describe("Primo's query language", () => {
     assert.ok(titles(await search(q('nacht', 'title', 'begins_with'))).includes('Nachtschicht'));
   });
 
+  test('begins_with on desc does not find the type of a work without a description, however many words the term begins', async () => {
+    const ids = await server.db.query<{ id: number }>(
+      `INSERT INTO werk (person_id, titel, art) SELECT 1, 'Anfangprobe', 'Romanze' UNION ALL
+       SELECT 1, 'Anfangprobe ' || g, 'Skizze' FROM generate_series(1, 3) AS g RETURNING id`);
+    // More words of the index begin with "rom" than a search takes: the text alone decides.
+    await server.db.query(`INSERT INTO werk (person_id, titel, beschreibung) SELECT 1, 'Wortvorrat', string_agg('rom' || chr(97 + g / 26) || chr(97 + g % 26), ' ') FROM generate_series(0, 69) AS g RETURNING id`)
+      .then((rows) => ids.push(...rows as { id: number }[]));
+    try {
+      for (const term of ['rom', 'romanze']) {
+        const r = await search(`${q(term, 'desc', 'begins_with')}&${q('anfangprobe', 'title')}`);
+        assert.deepEqual(r.treffer, [], term);
+      }
+      assert.equal((await search(`${q('romanze', 'rtype', 'begins_with')}&${q('anfangprobe', 'title')}`)).total, 1);
+    } finally {
+      await server.db.query('DELETE FROM werk WHERE id = ANY($1::int[])', [ids.map((r) => r.id)]);
+    }
+  });
+
   test('a fourth part AND, OR or NOT joins a line with the next', async () => {
     const single = await search('query=any,contains,nebel,AND');
     assert.deepEqual(titles(single), titles(await search(q('nebel'))));

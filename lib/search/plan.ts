@@ -198,7 +198,7 @@ function atomExpr(atom: Atom, line: ParsedLine, ctx: Context): Expr {
   const pattern = prefix ? `${phrase}%` : `% ${phrase} %`;
   const indexed = perTag.every(({ parts }) => parts.length > 0) ? any(perTag.map(({ parts }) => all(parts))) : null;
   const cases = perTag.map(({ tag }) => {
-    const text = texts[ctx.kind][tag] as string;
+    const text = startOf(ctx.kind, tag, prefix);
     const whole = line.whole === null ? raw('') : sql` + CASE WHEN ${raw(text)} = ${line.whole} THEN ${raw(String(wholeBonus))} ELSE 0 END`;
     return sql`WHEN ${textLike(text, pattern, !prefix)} THEN ${raw(String(tiers[tag][0]))}${whole}`;
   });
@@ -208,6 +208,16 @@ function atomExpr(atom: Atom, line: ParsedLine, ctx: Context): Expr {
     check: textCheck(tags, ctx, pattern, !prefix),
     score: sql`CASE ${joined(cases, ' ')} ELSE 0 END`,
   };
+}
+
+/**
+ * The text a field begins with: a work's suche_text holds its type and year after the
+ * description, so without a description it begins with the type, which begins_with on desc
+ * must not find.
+ */
+function startOf(kind: Kind, tag: Tag, prefix: boolean): string {
+  const text = texts[kind][tag] as string;
+  return prefix && kind === 'werk' && tag === 'd' ? `(CASE WHEN coalesce(w.beschreibung, '') <> '' THEN ${text} ELSE '' END)` : text;
 }
 
 function textLike(text: string, pattern: string, padded: boolean): Sql {
@@ -220,7 +230,7 @@ function textCheck(tags: readonly Tag[], ctx: Context, pattern: string, padded: 
   const implied = padded && ctx.kind === 'werk' && tags.includes('d') ? ['r', 'y'] : [];
   const order = (tag: Tag) => (tag === 'c' ? 1 : 0);
   const columns = [...new Set(tags.filter((tag) => !implied.includes(tag)).sort((a, b) => order(a) - order(b))
-    .map((tag) => texts[ctx.kind][tag] as string))];
+    .map((tag) => startOf(ctx.kind, tag, !padded)))];
   return sql`(${joined(columns.map((text) => textLike(text, pattern, padded)), ' OR ')})`;
 }
 
