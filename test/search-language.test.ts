@@ -393,6 +393,8 @@ describe('bounded cost', () => {
       const past = await fetch(`${small.origin}/search.json?${q('nebel')}&offset=5000`);
       assert.equal(past.status, 200);
       assert.deepEqual((await readJson(past) as Result).treffer, []);
+      const pastHtml = await (await fetch(`${small.origin}/search?${q('nebel')}&offset=5000`)).text();
+      assert.match(pastHtml, /<span>past the last of \d+<\/span>/);
     } finally {
       await small.close();
     }
