@@ -122,6 +122,16 @@ describe("Primo's query language", () => {
     const r = await search(q('nachtschicht', 'title', 'exact'));
     assert.deepEqual(titles(r), ['Nachtschicht']);
     assert.equal((await search(q('deich am haus', 'title', 'exact'))).total, 0);
+    // Under any, a type or year that is the whole phrase has its bonus, as under rtype and cdate.
+    const [typed] = await server.db.query<{ art: string; jahr: number }>(`SELECT art, jahr FROM werk WHERE art <> '' AND jahr IS NOT NULL ORDER BY id LIMIT 1`);
+    assert.ok(typed);
+    for (const [field, term] of [['rtype', typed.art], ['cdate', String(typed.jahr)]] as const) {
+      const own = await search(q(term, field, 'exact'));
+      const anywhere = await search(q(term, 'any', 'exact'));
+      assert.ok(own.treffer[0] && own.treffer[0].rank >= 23, `${field} ${term}`);
+      const first = anywhere.treffer.find((h) => h.url === own.treffer[0]?.url);
+      assert.equal(first?.rank, own.treffer[0]?.rank, `any ${term}`);
+    }
   });
 
   test('begins_with: the field starts with the term', async () => {

@@ -197,7 +197,10 @@ function atomExpr(atom: Atom, line: ParsedLine, ctx: Context): Expr {
   const phrase = atom.words.join(' ');
   const pattern = prefix ? `${phrase}%` : `% ${phrase} %`;
   const indexed = perTag.every(({ parts }) => parts.length > 0) ? any(perTag.map(({ parts }) => all(parts))) : null;
-  const cases = perTag.map(({ tag }) => {
+  // Type and year before the description, which holds them too (suche_text): the bonus of a
+  // type or year that is the whole phrase is reached, at the same tier.
+  const caseOrder: Tag[] = ['t', 'c', 'r', 'y', 'd'];
+  const cases = [...perTag].sort((a, b) => caseOrder.indexOf(a.tag) - caseOrder.indexOf(b.tag)).map(({ tag }) => {
     const text = startOf(ctx.kind, tag, prefix);
     const whole = line.whole === null ? raw('') : sql` + CASE WHEN ${raw(text)} = ${line.whole} THEN ${raw(String(wholeBonus))} ELSE 0 END`;
     return sql`WHEN ${textLike(text, pattern, !prefix)} THEN ${raw(String(tiers[tag][0]))}${whole}`;
