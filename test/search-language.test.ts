@@ -232,6 +232,12 @@ describe('ranking, sorting and facets', () => {
       assert.deepEqual(minusTen.treffer.map((h) => h.jahr).sort(), [-10, -5]);
       const zero = await follow(r.facets.decade.find((f) => f.value === '0')?.url ?? '');
       assert.deepEqual(zero.treffer.map((h) => h.jahr), [5]);
+      // cdate takes a year before 1 with its sign.
+      const years = async (query: string) => (await search(`${query}&${q('dekadenprobe', 'title')}`)).treffer.map((h) => h.jahr);
+      assert.deepEqual(await years(q('-5', 'cdate')), [-5]);
+      assert.deepEqual(await years(q('5', 'cdate')), [5]);
+      assert.deepEqual(await years(q('-10', 'cdate', 'exact')), [-10]);
+      assert.deepEqual((await years(q('-11 OR -10', 'cdate'))).sort((a, b) => (a as number) - (b as number)), [-11, -10]);
     } finally {
       await server.db.query('DELETE FROM werk WHERE id = ANY($1::int[])', [ids.map((r) => r.id)]);
     }

@@ -96,10 +96,14 @@ export function checkCondition(field: string, match: string, term: string, param
   return { field: field as Field, match: match as Match, term: trimmed, ...(operator ? { operator } : {}) };
 }
 
+const negativeYear = /^-[0-9]+$/;
+
 /** The clauses of a line; 400 with what to change when the term cannot be searched. */
 export function parseLine(condition: Condition): ParsedLine {
+  // A year before 1 is a word of its own in cdate (-5), where folding would drop its sign.
+  const signed = condition.field === 'cdate';
   if (condition.match !== 'contains') {
-    const words = fold(condition.term).split(' ').filter(Boolean);
+    const words = signed && negativeYear.test(condition.term) ? [condition.term] : fold(condition.term).split(' ').filter(Boolean);
     const kind = condition.match === 'exact' ? 'phrase' : 'prefix';
     return {
       condition,
@@ -108,7 +112,7 @@ export function parseLine(condition: Condition): ParsedLine {
       whole: condition.match === 'exact' ? words.join(' ') : null,
     };
   }
-  return { condition, clauses: parseContains(condition.term), whole: null };
+  return { condition, clauses: parseContains(condition.term, signed), whole: null };
 }
 
 type Token = { type: 'word' | 'phrase'; text: string } | { type: 'op'; op: Operator };
@@ -129,7 +133,7 @@ function tokenize(term: string): Token[] {
  * neighbours into one clause, NOT excludes the word or phrase after it: a b OR c NOT d is
  * a and (b or c) and not d, as Primo's simple search reads it.
  */
-function parseContains(term: string): Atom[][] {
+function parseContains(term: string, signed: boolean): Atom[][] {
   const clauses: Atom[][] = [];
   let negate = false;
   let join = false;
@@ -139,7 +143,7 @@ function parseContains(term: string): Atom[][] {
       else if (token.op === 'OR') join = clauses.length > 0;
       continue;
     }
-    for (const atom of atomsOf(token.type, token.text, negate)) {
+    for (const atom of atomsOf(token.type, token.text, negate, signed)) {
       const last = clauses[clauses.length - 1];
       if (join && last) last.push(atom);
       else clauses.push([atom]);
@@ -152,7 +156,8 @@ function parseContains(term: string): Atom[][] {
 }
 
 /** A token as atoms: a phrase is one; a word the folding splits (o'brien) is a phrase of its parts. */
-function atomsOf(type: 'word' | 'phrase', text: string, negated: boolean): Atom[] {
+function atomsOf(type: 'word' | 'phrase', text: string, negated: boolean, signed: boolean): Atom[] {
+  if (signed && type === 'word' && negativeYear.test(text)) return [{ kind: 'word', words: [text], raw: text, negated }];
   if (type === 'phrase' || !/[*?]/.test(text)) {
     const words = fold(text).split(' ').filter(Boolean);
     if (words.length === 0) return [];

@@ -141,7 +141,7 @@ function info(ctx: Context, word: string, pattern: string | null): WordInfo {
 /** One atom for one kind of row: an index probe, a check, and its score. */
 function atomExpr(atom: Atom, line: ParsedLine, ctx: Context): Expr {
   // Years are numbers: a word with a letter is not looked for among them.
-  const tags = fieldTags[line.condition.field].filter((t) => kindTags[ctx.kind].includes(t) && (t !== 'y' || atom.words.every((w) => /^[0-9*?]+$/.test(w))));
+  const tags = fieldTags[line.condition.field].filter((t) => kindTags[ctx.kind].includes(t) && (t !== 'y' || atom.words.every((w) => /^-?[0-9*?]+$/.test(w))));
   if (tags.length === 0) return FALSE;
   const contains = line.condition.match === 'contains';
   const { column } = ctx;
