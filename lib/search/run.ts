@@ -5,6 +5,7 @@
 import type { Db } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
 import type { Condition, ParsedLine } from './language.ts';
+import { maxTermLength } from './language.ts';
 import type { KindQuery, WordInfo } from './plan.ts';
 import { kindQuery, lookupKey, lookupsOf, Params } from './plan.ts';
 
@@ -217,11 +218,13 @@ export class Searcher {
       const candidate = candidates[row.i - 1];
       if (candidate && row.shown) replacements.set(candidate.raw, row.shown);
     }
-    if (replacements.size === 0) return null;
-    return conditions.map((c) => c.match !== 'contains' ? c : {
-      ...c,
-      term: c.term.split(/(\s+)/).map((token) => replacements.get(token) ?? token).join(''),
+    // A term that would grow past the longest a search takes stays as it was: its link would be 400.
+    const replaced = conditions.map((c) => {
+      if (c.match !== 'contains') return c;
+      const term = c.term.split(/(\s+)/).map((token) => replacements.get(token) ?? token).join('');
+      return [...term].length > maxTermLength ? c : { ...c, term };
     });
+    return replaced.some((c, i) => c !== conditions[i]) ? replaced : null;
   }
 
   /**
