@@ -120,25 +120,23 @@ export class Searcher {
     const noPersons = spec.scope === 'werke' || spec.facets.some((f) => f.mode === 'include' && f.name !== 'creator');
     const person = noPersons ? null : withFacets(kindQuery(spec.lines, 'person', words, params), 'person', spec.facets, params);
     const werk = spec.scope === 'personen' ? null : withFacets(kindQuery(spec.lines, 'werk', words, params), 'werk', spec.facets, params);
-    // One row more than it takes tells that there were more; k numbers the rows of each kind, so
-    // that only those taken are ranked, counted and paged.
+    // One row more than it takes tells that there were more; only the rows taken (cap of each
+    // kind) are ranked, counted and paged. The same rows for all of them: hits is materialized.
     const limit = params.add(cap + 1);
     const taken = params.add(cap);
     if (person) {
       parts.push(`(SELECT 'person'::text AS typ, p.id, p.id AS person_id, p.vorname || ' ' || p.nachname AS urheber,
-                          NULL::text AS art, NULL::integer AS jahr, p.suche_name AS sort_title, ${person.score} AS score,
-                          row_number() OVER () AS k
+                          NULL::text AS art, NULL::integer AS jahr, p.suche_name AS sort_title, ${person.score} AS score
                      FROM ${rowsFound('person', 'p', person)} LIMIT ${limit})`);
     }
     if (werk) {
-      parts.push(`(SELECT 'werk'::text AS typ, w.id, w.person_id, w.urheber, w.art, w.jahr, w.suche_titel AS sort_title, ${werk.score} AS score,
-                          row_number() OVER () AS k
+      parts.push(`(SELECT 'werk'::text AS typ, w.id, w.person_id, w.urheber, w.art, w.jahr, w.suche_titel AS sort_title, ${werk.score} AS score
                      FROM ${rowsFound('werk', 'w', werk)} LIMIT ${limit})`);
     }
     const found: Found = { total: 0, exact: true, hits: [], facets: { rtype: [], creator: [], decade: [] }, marks: marksOf(spec.lines, words) };
     if (parts.length === 0) return found;
     const text = `WITH found AS MATERIALIZED (${parts.join(' UNION ALL ')}),
-            hits AS MATERIALIZED (SELECT * FROM found WHERE k <= ${taken})
+            hits AS MATERIALIZED ((SELECT * FROM found WHERE typ = 'person' LIMIT ${taken}) UNION ALL (SELECT * FROM found WHERE typ = 'werk' LIMIT ${taken}))
        SELECT (SELECT count(*) FILTER (WHERE typ = 'person')::int FROM found) AS personen,
               (SELECT count(*) FILTER (WHERE typ = 'werk')::int FROM found) AS werke,
               (SELECT coalesce(json_agg(f ORDER BY f.count DESC, f.value COLLATE "C"), '[]'::json) FROM (
