@@ -198,7 +198,7 @@ function parseFacet(raw: string): FacetFilter {
   const [name = '', mode = '', ...rest] = raw.split(',');
   const value = rest.join(',').trim();
   // A creator's name is up to 200 letters of first and last name each, with a space between.
-  if (!(search.facetNames as readonly string[]).includes(name) || (mode !== 'include' && mode !== 'exclude') || value === '' || value.length > 401) {
+  if (!(search.facetNames as readonly string[]).includes(name) || (mode !== 'include' && mode !== 'exclude') || value === '' || [...value].length > 401 || /[\x00-\x1F\x7F]/.test(value)) {
     throw new HttpError(400, `Parameter facet must read <name>,include,<value> or <name>,exclude,<value>, e.g. rtype,include,Roman; names: ${search.facetNames.join(', ')}.`);
   }
   if (name === 'decade' && !/^(0|-?[1-9][0-9]{0,3}0)$/.test(value)) {

@@ -3,7 +3,7 @@
 // mean, highlighting, deep links written for other Primo views, and the bounds on its cost.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { fold, parseCondition, parseLines, Searcher } from '../lib/search/index.ts';
+import { excerpt, fold, parseCondition, parseLines, Searcher } from '../lib/search/index.ts';
 import type { TestServer } from './helpers.ts';
 import { backend, openTestDb, readJson, startTestServer } from './helpers.ts';
 
@@ -141,8 +141,9 @@ describe("Primo's query language", () => {
 
   test('begins_with on desc does not find the type of a work without a description, however many words the term begins', async () => {
     const ids = await server.db.query<{ id: number }>(
-      `INSERT INTO werk (person_id, titel, art) SELECT 1, 'Anfangprobe', 'Romanze' UNION ALL
-       SELECT 1, 'Anfangprobe ' || g, 'Skizze' FROM generate_series(1, 3) AS g RETURNING id`);
+      `INSERT INTO werk (person_id, titel, art, beschreibung) SELECT 1, 'Anfangprobe', 'Romanze', '—' UNION ALL
+       SELECT 1, 'Anfangprobe', 'Romanze', '' UNION ALL
+       SELECT 1, 'Anfangprobe ' || g, 'Skizze', '' FROM generate_series(1, 3) AS g RETURNING id`);
     // More words of the index begin with "rom" than a search takes: the text alone decides.
     await server.db.query(`INSERT INTO werk (person_id, titel, beschreibung) SELECT 1, 'Wortvorrat', string_agg('rom' || chr(97 + g / 26) || chr(97 + g % 26), ' ') FROM generate_series(0, 69) AS g RETURNING id`)
       .then((rows) => ids.push(...rows as { id: number }[]));
@@ -151,7 +152,7 @@ describe("Primo's query language", () => {
         const r = await search(`${q(term, 'desc', 'begins_with')}&${q('anfangprobe', 'title')}`);
         assert.deepEqual(r.treffer, [], term);
       }
-      assert.equal((await search(`${q('romanze', 'rtype', 'begins_with')}&${q('anfangprobe', 'title')}`)).total, 1);
+      assert.equal((await search(`${q('romanze', 'rtype', 'begins_with')}&${q('anfangprobe', 'title')}`)).total, 2);
     } finally {
       await server.db.query('DELETE FROM werk WHERE id = ANY($1::int[])', [ids.map((r) => r.id)]);
     }
@@ -235,6 +236,7 @@ describe('ranking, sorting and facets', () => {
       // cdate takes a year before 1 with its sign.
       const years = async (query: string) => (await search(`${query}&${q('dekadenprobe', 'title')}`)).treffer.map((h) => h.jahr);
       assert.deepEqual(await years(q('-5', 'cdate')), [-5]);
+      assert.deepEqual(await years(q('"-5"', 'cdate')), [-5]);
       assert.deepEqual(await years(q('5', 'cdate')), [5]);
       assert.deepEqual(await years(q('-10', 'cdate', 'exact')), [-10]);
       assert.deepEqual((await years(q('-11 OR -10', 'cdate'))).sort((a, b) => (a as number) - (b as number)), [-11, -10]);
@@ -284,6 +286,9 @@ describe('did you mean, highlighting, excerpts', () => {
     const html = await (await fetch(`${server.origin}/search?${q('muellr')}`)).text();
     assert.match(html, /Did you mean <a href="search\?query=any,contains,m%C3%BCller[^"]*">müller<\/a>\?/);
     assert.equal((await search(q('müller'))).suggestion, null);
+    // Nothing close: no suggestion, not the same search offered back.
+    assert.equal((await search(q('qqqqzzzzxx'))).suggestion, null);
+    assert.doesNotMatch(await (await fetch(`${server.origin}/search?${q('qqqqzzzzxx')}`)).text(), /Did you mean/);
   });
 
   test('the suggestion keeps the operators that join the lines, in JSON and XML', async () => {
@@ -339,6 +344,14 @@ describe('excerpts and marks', () => {
     }
   });
 
+  test('an excerpt cut among emoji keeps each whole', () => {
+    for (const [before, after] of [[60, 60], [61, 59], [59, 61]] as const) {
+      const text = excerpt(`${'😀'.repeat(before)}probewort${'😀'.repeat(after)}`, ['probewort'])?.map((p) => p.text).join('') ?? '';
+      assert.match(text, /probewort/);
+      assert.doesNotMatch(text, /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/, `${before} ${after}`);
+    }
+  });
+
   test('stop words are not marked, nor words they are inside', async () => {
     const html = await (await fetch(`${server.origin}/search?${q('der OR die')}`)).text();
     assert.ok((await search(q('der OR die'))).total > 10);
@@ -368,6 +381,9 @@ describe("deep links written for Primo's views", () => {
   test('a long view name is cut before a character outside the BMP, not between its halves', async () => {
     const r = await search(`${q('nebel')}&vid=${'x'.repeat(99)}${encodeURIComponent('😀')}`);
     assert.deepEqual(r.replaced?.map((x) => x.requested), [`${'x'.repeat(99)}…`]);
+    // A control character of the request is shown as U+FFFD.
+    const controlled = await search(`${q('nebel')}&vid=a%01b`);
+    assert.deepEqual(controlled.replaced?.map((x) => x.requested), ['a\uFFFDb']);
   });
 
   test('SEARCH_VIEW_ALIASES maps another view to one of ours', async () => {

@@ -24,12 +24,20 @@ export interface FieldError {
   message: string;
 }
 
-/** A value quoted in an error message, cut to max characters (not between the halves of an emoji). */
+/**
+ * A value of the request quoted in a message or on a page, cut to max characters (not between
+ * the halves of an emoji), its control characters (other than tab and new line) as U+FFFD: they
+ * are no text, and HTML's parser reports them as errors.
+ */
 export function clip(text: string, max = 60): string {
-  if (text.length <= max) return text;
-  const end = /[\uD800-\uDBFF]/.test(text.charAt(max - 1)) ? max - 1 : max;
-  return text.slice(0, end) + '…';
+  const shown = controls.test(text) ? text.replace(controlsAll, '\uFFFD') : text;
+  if (shown.length <= max) return shown;
+  const end = /[\uD800-\uDBFF]/.test(shown.charAt(max - 1)) ? max - 1 : max;
+  return shown.slice(0, end) + '…';
 }
+
+const controls = /[\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]/;
+const controlsAll = new RegExp(controls.source, 'g');
 
 export class HttpError extends Error {
   override name = 'HttpError';

@@ -11,18 +11,14 @@ type Template = (locals: Locals) => string;
 // The one HTML escaper of the site, what <%= writes and the display_errors page uses: ejs's own
 // entities, but a value with nothing to escape (nearly all of them) is only tested, not run
 // through a global replace with a callback (docs/performance.md, HTML).
-// Control characters other than white space (a term's %01) and lone surrogates, which HTML's
-// parser reports as errors, become U+FFFD, as in XML (lib/render/xml.ts); surrogates in pairs
-// take the slow way and come out unchanged.
-const htmlSpecial = /[&<>'"\x00-\x08\x0B\x0E-\x1F\x7F-\x9F\uD800-\uDFFF]/;
+const htmlSpecial = /[&<>'"]/;
 const htmlSpecialAll = /[&<>'"]/g;
-const htmlForbidden = /[\x00-\x08\x0B\x0E-\x1F\x7F-\x9F]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 const htmlEntities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&#34;', "'": '&#39;' };
 
 export function escapeHtml(value: unknown): string {
   if (value === undefined || value === null) return '';
   const text = String(value);
-  return htmlSpecial.test(text) ? text.replace(htmlForbidden, '\uFFFD').replace(htmlSpecialAll, (c) => htmlEntities[c] as string) : text;
+  return htmlSpecial.test(text) ? text.replace(htmlSpecialAll, (c) => htmlEntities[c] as string) : text;
 }
 
 export class Templates {

@@ -183,14 +183,20 @@ function refusingSession(refuse: () => never): ScriptRequest['session'] {
 }
 
 /**
- * The query string as parameters. A bad percent-encoding (%ZZ, or Latin-1's m%FCller) is 400,
- * as in the path, where URLSearchParams would read it as U+FFFD and answer for another term.
+ * The query string as parameters. Percent-encoded bytes that are not UTF-8 (Latin-1's m%FCller)
+ * are 400, where URLSearchParams would read them as U+FFFD and answer for another term; a %
+ * without two hex digits after it stays the text it is (50%off), as URLSearchParams and PHP read it.
  */
 function readQuery(raw: string): URLSearchParams {
-  try {
-    decodeURIComponent(raw.replace(/\+/g, ' '));
-  } catch {
-    throw new HttpError(400, 'The query string contains an invalid percent-encoding: write each byte of UTF-8 as %XX.');
+  for (const run of raw.match(encodedRuns) ?? []) {
+    try {
+      utf8.decode(Buffer.from(run.replace(/%/g, ''), 'hex'));
+    } catch {
+      throw new HttpError(400, 'The query string has percent-encoded bytes that are not UTF-8: write each byte of UTF-8 as %XX.');
+    }
   }
   return new URLSearchParams(raw);
 }
+
+const encodedRuns = /(?:%[0-9A-Fa-f]{2})+/g;
+const utf8 = new TextDecoder('utf-8', { fatal: true });

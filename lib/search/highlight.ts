@@ -66,6 +66,9 @@ export function excerpt(text: string, marks: readonly string[], length = 160): P
     const space = text.lastIndexOf(' ', end);
     if (space >= after) end = space;
   }
+  // Not between the two halves of a character outside the BMP (an emoji).
+  if (/[\uDC00-\uDFFF]/.test(text.charAt(start))) start -= 1;
+  if (/[\uD800-\uDBFF]/.test(text.charAt(end - 1))) end += 1;
   const cut = highlight(text.slice(start, end), marks);
   if (start > 0) cut.unshift({ text: '…', mark: false });
   if (end < text.length) cut.push({ text: '…', mark: false });

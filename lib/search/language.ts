@@ -93,10 +93,13 @@ export function checkCondition(field: string, match: string, term: string, param
   if (trimmed === '') throw new HttpError(400, `The search term in parameter ${parameter} is empty.`);
   if ([...trimmed].length > maxTermLength) throw new HttpError(400, `The search term in parameter ${parameter} is longer than ${maxTermLength} characters.`);
   if (trimmed.includes('\0')) throw new HttpError(400, `The search term in parameter ${parameter} contains a NUL byte; remove it and try again.`);
+  if (termControls.test(trimmed)) throw new HttpError(400, `The search term in parameter ${parameter} contains a control character; remove it and try again.`);
   return { field: field as Field, match: match as Match, term: trimmed, ...(operator ? { operator } : {}) };
 }
 
 const negativeYear = /^-[0-9]+$/;
+/** Control characters other than tab and new line: no text, and no search has them. */
+const termControls = /[\x01-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]/;
 
 /** The clauses of a line; 400 with what to change when the term cannot be searched. */
 export function parseLine(condition: Condition): ParsedLine {
@@ -157,7 +160,7 @@ function parseContains(term: string, signed: boolean): Atom[][] {
 
 /** A token as atoms: a phrase is one; a word the folding splits (o'brien) is a phrase of its parts. */
 function atomsOf(type: 'word' | 'phrase', text: string, negated: boolean, signed: boolean): Atom[] {
-  if (signed && type === 'word' && negativeYear.test(text)) return [{ kind: 'word', words: [text], raw: text, negated }];
+  if (signed && negativeYear.test(text)) return [{ kind: 'word', words: [text], raw: text, negated }];
   if (type === 'phrase' || !/[*?]/.test(text)) {
     const words = fold(text).split(' ').filter(Boolean);
     if (words.length === 0) return [];
@@ -183,7 +186,7 @@ export function parseLines(conditions: readonly Condition[]): ParsedLine[] {
   if (atoms > maxAtoms) {
     throw new HttpError(400, `The search has ${atoms} words and phrases; at most ${maxAtoms} are searched together. Leave some out.`);
   }
-  const long = lines.flatMap((line) => line.clauses.flat()).find((a) => a.words.some((w) => w.length > maxWordLength));
+  const long = lines.flatMap((line) => line.clauses.flat()).find((a) => a.words.some((w) => w.replace(/[*?-]/g, '').length > maxWordLength));
   if (long) {
     throw new HttpError(400, `"${clip(long.raw)}" has a word of more than ${maxWordLength} letters, which the index does not keep; search for a shorter part of it with *.`);
   }

@@ -220,7 +220,7 @@ function atomExpr(atom: Atom, line: ParsedLine, ctx: Context): Expr {
  */
 function startOf(kind: Kind, tag: Tag, prefix: boolean): string {
   const text = texts[kind][tag] as string;
-  return prefix && kind === 'werk' && tag === 'd' ? `(CASE WHEN coalesce(w.beschreibung, '') <> '' THEN ${text} ELSE '' END)` : text;
+  return prefix && kind === 'werk' && tag === 'd' ? `(CASE WHEN search_fold(coalesce(w.beschreibung, '')) <> '' THEN ${text} ELSE '' END)` : text;
 }
 
 function textLike(text: string, pattern: string, padded: boolean): Sql {
@@ -358,7 +358,7 @@ export interface KindQuery {
 
 /**
  * The query for one kind of row, or null when none can match (a title search finds no person).
- * 400 for a search of NOTs alone: it would read every row.
+ * 400 for a search of NOTs alone, or of a NOT ORed with a word: it would read nearly every row.
  */
 export function kindQuery(lines: readonly ParsedLine[], kind: Kind, words: Map<string, WordInfo>, params: Params): KindQuery | null {
   const plain: Context = { kind, words, column: raw(kind === 'person' ? 'p.suche' : 'w.suche'), stops: false };

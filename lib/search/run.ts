@@ -220,7 +220,7 @@ export class Searcher {
     const replaced = conditions.map((c) => {
       if (c.match !== 'contains') return c;
       const term = c.term.split(/(\s+)/).map((token) => replacements.get(token) ?? token).join('');
-      return [...term].length > maxTermLength ? c : { ...c, term };
+      return term === c.term || [...term].length > maxTermLength ? c : { ...c, term };
     });
     return replaced.some((c, i) => c !== conditions[i]) ? replaced : null;
   }
@@ -230,10 +230,11 @@ export class Searcher {
    * waitMs, then it is 503; a statement stopped by the time-out (57014) is 503 as well.
    */
   async within<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.running >= this.limits.concurrency || this.waiting.length > 0) {
+    if (this.running >= this.limits.concurrency) {
       if (this.waiting.length >= maxWaiting) throw busy('Too many searches are waiting; try again in a moment.');
       // A search that finishes hands its place to the first waiting one (running stays as it
-      // is), so no search that comes later takes it in between.
+      // is), so no search that comes later takes it in between: while any waits, all places
+      // are taken.
       await new Promise<void>((resolve, reject) => {
         const turn = () => {
           clearTimeout(timer);

@@ -56,11 +56,4 @@ describe('escapeHtml', () => {
     const values = ['', 'plain', 'Müller & Söhne', `<script>alert("x")</script>`, "it's", '&amp;', 0, 42, true, null, undefined, { toString: () => '<o>' }];
     for (const value of values) assert.equal(escapeHtml(value), ejs.escapeXML(value as string), String(value));
   });
-
-  test('control characters other than white space and lone surrogates become U+FFFD; tabs, new lines and pairs stay', () => {
-    assert.equal(escapeHtml('a\x01b\x7Fc\x85d'), 'a\uFFFDb\uFFFDc\uFFFDd');
-    assert.equal(escapeHtml('<\x08>'), '&lt;\uFFFD&gt;');
-    assert.equal(escapeHtml('x\uD83Dy\uDE00'), 'x\uFFFDy\uFFFD');
-    assert.equal(escapeHtml('tab\there\nline\r\f 😀 & ü'), 'tab\there\nline\r\f 😀 &amp; ü');
-  });
 });
