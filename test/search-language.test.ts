@@ -123,7 +123,7 @@ describe("Primo's query language", () => {
     assert.deepEqual(titles(r), ['Nachtschicht']);
     assert.equal((await search(q('deich am haus', 'title', 'exact'))).total, 0);
     // Under any, a type or year that is the whole phrase has its bonus, as under rtype and cdate.
-    const [typed] = await server.db.query<{ art: string; jahr: number }>(`SELECT art, jahr FROM werk WHERE art <> '' AND jahr IS NOT NULL ORDER BY id LIMIT 1`);
+    const [typed] = await server.db.query<{ art: string; jahr: number }>(`SELECT art, jahr FROM werk WHERE art <> '' AND jahr IS NOT NULL AND strpos(suche_titel || ' ' || urheber, search_fold(art)) = 0 AND strpos(suche_titel, jahr::text) = 0 ORDER BY id LIMIT 1`);
     assert.ok(typed);
     for (const [field, term] of [['rtype', typed.art], ['cdate', String(typed.jahr)]] as const) {
       const own = await search(q(term, field, 'exact'));
@@ -469,7 +469,8 @@ describe('bounded cost', () => {
     const first = searcher.within(() => gate);
     const second = searcher.within(task('second'));
     await Promise.resolve();
-    // A search that arrives after the first has finished its work and before its place is free.
+    // A search that arrives after the first has finished its work and before its place is free:
+    // gate's own continuation runs before the one within awaits, so third asks in between.
     let third: Promise<void> | undefined;
     void gate.then(() => { third = searcher.within(task('third')); });
     release();
