@@ -3,7 +3,7 @@
 // sortby, facet (repeatable) and offset. The URL alone decides the result: no session, and the
 // same order every time. Words, ranking, facets and the cost bound live in lib/search.
 import type { Document, LinkFn, Paging, ScriptRequest } from '../lib/page/index.ts';
-import { buildQuery, clip, HttpError, pageLinks, pagingOf, readNonNegativeInteger, Redirect, search } from '../lib/page/index.ts';
+import { buildQuery, clip, controlCharacters, HttpError, pageLinks, pagingOf, readNonNegativeInteger, Redirect, search } from '../lib/page/index.ts';
 
 type Condition = search.Condition;
 type FacetFilter = search.FacetFilter;
@@ -198,7 +198,7 @@ function parseFacet(raw: string): FacetFilter {
   const [name = '', mode = '', ...rest] = raw.split(',');
   const value = rest.join(',').trim();
   // A creator's name is up to 200 letters of first and last name each, with a space between.
-  if (!(search.facetNames as readonly string[]).includes(name) || (mode !== 'include' && mode !== 'exclude') || value === '' || [...value].length > 401 || /[\x00-\x1F\x7F]/.test(value)) {
+  if (!(search.facetNames as readonly string[]).includes(name) || (mode !== 'include' && mode !== 'exclude') || value === '' || [...value].length > 401 || controlCharacters.test(value)) {
     throw new HttpError(400, `Parameter facet must read <name>,include,<value> or <name>,exclude,<value>, e.g. rtype,include,Roman; names: ${search.facetNames.join(', ')}.`);
   }
   if (name === 'decade' && !/^(0|-?[1-9][0-9]{0,3}0)$/.test(value)) {

@@ -24,20 +24,20 @@ export interface FieldError {
   message: string;
 }
 
+/** Control characters other than tab and line breaks: no text, in stored fields or in a search. */
+export const controlCharacters = /[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]/;
+const controlCharactersAll = new RegExp(controlCharacters.source, 'g');
+
 /**
  * A value of the request quoted in a message or on a page, cut to max characters (not between
- * the halves of an emoji), its control characters (other than tab and new line) as U+FFFD: they
- * are no text, and HTML's parser reports them as errors.
+ * the halves of an emoji), its control characters as U+FFFD: HTML's parser reports them as errors.
  */
 export function clip(text: string, max = 60): string {
-  const shown = controls.test(text) ? text.replace(controlsAll, '\uFFFD') : text;
+  const shown = controlCharacters.test(text) ? text.replace(controlCharactersAll, '\uFFFD') : text;
   if (shown.length <= max) return shown;
   const end = /[\uD800-\uDBFF]/.test(shown.charAt(max - 1)) ? max - 1 : max;
   return shown.slice(0, end) + '…';
 }
-
-const controls = /[\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]/;
-const controlsAll = new RegExp(controls.source, 'g');
 
 export class HttpError extends Error {
   override name = 'HttpError';

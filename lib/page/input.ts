@@ -2,7 +2,7 @@
 // a JSON object or an XML document shaped like the representation. Each field comes out as
 // text (null when absent), or as a message saying what is wrong with it.
 import type { Body, FieldError, XmlElement } from '../http/index.ts';
-import { HttpError } from '../http/index.ts';
+import { controlCharacters, HttpError } from '../http/index.ts';
 
 interface FieldSpec {
   /** The field's name in forms and in error messages. */
@@ -63,8 +63,6 @@ function xmlField(root: XmlElement, spec: FieldSpec): string | null | { problem:
 function textOf(node: XmlElement | XmlElement[] | undefined): string | null {
   return typeof node === 'string' ? node : null;
 }
-
-const controlCharacters = /[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]/;
 
 interface TextRule {
   field: string;

@@ -188,7 +188,7 @@ function refusingSession(refuse: () => never): ScriptRequest['session'] {
  * without two hex digits after it stays the text it is (50%off), as URLSearchParams and PHP read it.
  */
 function readQuery(raw: string): URLSearchParams {
-  for (const run of raw.match(encodedRuns) ?? []) {
+  for (const run of raw.includes('%') ? raw.match(encodedRuns) ?? [] : []) {
     try {
       utf8.decode(Buffer.from(run.replace(/%/g, ''), 'hex'));
     } catch {

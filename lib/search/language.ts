@@ -2,7 +2,7 @@
 // is <field>,<match>,<term>[,AND|OR|NOT]; a contains term holds words, "quoted phrases", AND,
 // OR and NOT in capitals, and the wildcards * and ? inside or at the end of a word. Parsing
 // turns each line into clauses of atoms; lib/search/plan.ts turns those into SQL.
-import { clip, HttpError } from '../http/index.ts';
+import { clip, controlCharacters, HttpError } from '../http/index.ts';
 
 export const fields = ['any', 'title', 'creator', 'desc', 'rtype', 'cdate'] as const;
 export const matches = ['contains', 'exact', 'begins_with'] as const;
@@ -93,20 +93,20 @@ export function checkCondition(field: string, match: string, term: string, param
   if (trimmed === '') throw new HttpError(400, `The search term in parameter ${parameter} is empty.`);
   if ([...trimmed].length > maxTermLength) throw new HttpError(400, `The search term in parameter ${parameter} is longer than ${maxTermLength} characters.`);
   if (trimmed.includes('\0')) throw new HttpError(400, `The search term in parameter ${parameter} contains a NUL byte; remove it and try again.`);
-  if (termControls.test(trimmed)) throw new HttpError(400, `The search term in parameter ${parameter} contains a control character; remove it and try again.`);
+  if (controlCharacters.test(trimmed)) throw new HttpError(400, `The search term in parameter ${parameter} contains a control character; remove it and try again.`);
   return { field: field as Field, match: match as Match, term: trimmed, ...(operator ? { operator } : {}) };
 }
 
-const negativeYear = /^-[0-9]+$/;
-/** Control characters other than tab and new line: no text, and no search has them. */
-const termControls = /[\x01-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]/;
+/** The folded words of a text; in cdate (signed), a year before 1 keeps its sign (-5), which folding would drop. */
+function wordsOf(text: string, signed: boolean): string[] {
+  return signed && /^-[0-9]+$/.test(text) ? [text] : fold(text).split(' ').filter(Boolean);
+}
 
 /** The clauses of a line; 400 with what to change when the term cannot be searched. */
 export function parseLine(condition: Condition): ParsedLine {
-  // A year before 1 is a word of its own in cdate (-5), where folding would drop its sign.
   const signed = condition.field === 'cdate';
   if (condition.match !== 'contains') {
-    const words = signed && negativeYear.test(condition.term) ? [condition.term] : fold(condition.term).split(' ').filter(Boolean);
+    const words = wordsOf(condition.term, signed);
     const kind = condition.match === 'exact' ? 'phrase' : 'prefix';
     return {
       condition,
@@ -160,9 +160,8 @@ function parseContains(term: string, signed: boolean): Atom[][] {
 
 /** A token as atoms: a phrase is one; a word the folding splits (o'brien) is a phrase of its parts. */
 function atomsOf(type: 'word' | 'phrase', text: string, negated: boolean, signed: boolean): Atom[] {
-  if (signed && negativeYear.test(text)) return [{ kind: 'word', words: [text], raw: text, negated }];
   if (type === 'phrase' || !/[*?]/.test(text)) {
-    const words = fold(text).split(' ').filter(Boolean);
+    const words = wordsOf(text, signed);
     if (words.length === 0) return [];
     return [{ kind: words.length === 1 && type === 'word' ? 'word' : 'phrase', words, raw: text, negated }];
   }

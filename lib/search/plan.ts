@@ -75,6 +75,11 @@ export function lookupKey(word: string, pattern: string | null): string {
   return `${word} ${pattern ?? ''}`;
 }
 
+/** The query's stop words: those the index has no stem for. */
+export function stopWordsOf(words: Map<string, WordInfo>): Set<string> {
+  return new Set([...words].filter(([, info]) => info.stem === null).map(([key]) => key.slice(0, key.indexOf(' '))));
+}
+
 /** SQL parameters, numbered as they are added. */
 export class Params {
   readonly values: unknown[] = [];

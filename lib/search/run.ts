@@ -7,7 +7,7 @@ import { HttpError } from '../http/index.ts';
 import type { Condition, ParsedLine } from './language.ts';
 import { maxTermLength } from './language.ts';
 import type { KindQuery, WordInfo } from './plan.ts';
-import { kindQuery, lookupKey, lookupsOf, Params } from './plan.ts';
+import { kindQuery, lookupKey, lookupsOf, Params, stopWordsOf } from './plan.ts';
 
 export const sorts = ['rank', 'title', 'author', 'date_d', 'date_a'] as const;
 export type Sort = (typeof sorts)[number];
@@ -362,7 +362,7 @@ function facetTest(kind: 'person' | 'werk', facet: FacetFilter, params: Params):
 function marksOf(lines: readonly ParsedLine[], words: Map<string, WordInfo>): string[] {
   // Stop words (no stem) count nothing and are no compound parts: marked, der would mark
   // Wanderung and Felder.
-  const stops = new Set([...words].filter(([, info]) => info.stem === null).map(([key]) => key.slice(0, key.indexOf(' '))));
+  const stops = stopWordsOf(words);
   const marks = new Set<string>();
   for (const atom of lines.flatMap((l) => l.clauses.flat())) {
     if (atom.negated) continue;
