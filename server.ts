@@ -55,6 +55,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const replicas = openReplicas(config, db, { onWarning: (message) => logError(message, 'warn') });
   await replicas?.start();
   const runner = new ScriptRunner({ config, db, reads: replicas && { replicas, written: auth.written }, templates, logs });
+  await runner.start();
   const proxy = createProxy({ timeoutMs: config.proxyTimeoutMs });
   const site = { publicDir: config.publicDir, scriptExists: (name: string) => scripts.exists(name) };
   const base = `${basePathOf(config)}/`;
@@ -169,6 +170,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     logAccess: (entry) => logs.access(entry),
     reopenLogs: () => logs.reopen(),
     close: async () => {
+      runner.close();
       auth.close();
       await replicas?.close();
       if (!options.db) await db.close();

@@ -32,8 +32,8 @@ export interface HitView {
   jahr: number | null;
   /** The text around the first match in the description; null when it has none. */
   excerpt: search.Piece[] | null;
-  /** Title and person with the matched words marked, for the HTML list. */
-  marked: { titel: search.Piece[]; person: search.Piece[] };
+  /** Title and person with the matched words marked, for the HTML list (null in JSON and XML). */
+  marked: { titel: search.Piece[]; person: search.Piece[] } | null;
 }
 
 export interface FacetView { value: string; count: number; path: string }
@@ -95,9 +95,8 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
     const spec: search.SearchSpec = { lines, scope: settings.scope as search.SearchSpec['scope'], facets: settings.filters, sort: settings.sort, offset, size: pageSize };
     const key = JSON.stringify([conditions, settings.scope, settings.filters, settings.sort]);
     const found = await req.remember(`search:${offset}:${key}`, async () => {
-      const words = await req.searcher.words(req.db, lines);
-      const hits = await req.searcher.find(req.db, spec, words);
-      const suggestion = hits.total === 0 ? await req.searcher.suggest(req.db, conditions, lines) : null;
+      const hits = await req.searcher.find(spec);
+      const suggestion = hits.total === 0 ? await req.searcher.suggest(conditions, lines) : null;
       return { ...hits, suggestion };
     });
     const pathAt = (at: number, filters = settings.filters) => searchPath(conditions, { ...settings, filters }, at);
@@ -108,7 +107,7 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
       hits: found.hits.map((h) => ({
         typ: h.typ, id: h.id, titel: h.titel, slug: h.slug, person: h.person, rank: h.score, art: h.art, jahr: h.jahr,
         excerpt: h.beschreibung ? search.excerpt(h.beschreibung, found.marks) : null,
-        marked: { titel: search.highlight(h.titel, found.marks), person: search.highlight(h.person ?? '', found.marks) },
+        marked: req.format === 'html' ? { titel: search.highlight(h.titel, found.marks), person: search.highlight(h.person ?? '', found.marks) } : null,
       })),
       facets: {
         rtype: found.facets.rtype.map((f) => facetView('rtype', f, settings.filters, pathAt)),

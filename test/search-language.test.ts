@@ -3,7 +3,7 @@
 // mean, highlighting, deep links written for other Primo views, and the bounds on its cost.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { excerpt, fold, parseCondition, parseLines, Searcher } from '../lib/search/index.ts';
+import { excerpt, fold, parseCondition, parseLines, Turns } from '../lib/search/index.ts';
 import type { TestServer } from './helpers.ts';
 import { backend, openTestDb, readJson, startTestServer } from './helpers.ts';
 
@@ -436,8 +436,8 @@ describe('bounded cost', () => {
     const { db, drop } = await openTestDb();
     try {
       // One at a time, 400 ms each, a turn awaited 600 ms at most: the second gets one, the rest do not.
-      const searcher = new Searcher({ cap: 100, timeoutMs: 5000, concurrency: 1, waitMs: 600 });
-      const slow = () => searcher.within(() => db.query('SELECT pg_sleep(0.4)', [], { timeoutMs: 5000 }));
+      const turns = new Turns({ concurrency: 1, waitMs: 600 });
+      const slow = () => turns.within(() => db.query('SELECT pg_sleep(0.4)', [], { timeoutMs: 5000 }));
       const outcomes = await Promise.allSettled(Array.from({ length: 6 }, slow));
       const refused = outcomes.filter((o) => o.status === 'rejected');
       assert.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 2);
@@ -453,7 +453,7 @@ describe('bounded cost', () => {
   });
 
   test('a search that finishes hands its place to the one waiting first: none that comes meanwhile runs beside it', async () => {
-    const searcher = new Searcher({ cap: 100, timeoutMs: 1000, concurrency: 1, waitMs: 2000 });
+    const turns = new Turns({ concurrency: 1, waitMs: 2000 });
     let inside = 0;
     let most = 0;
     const order: string[] = [];
@@ -466,13 +466,13 @@ describe('bounded cost', () => {
     };
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const first = searcher.within(() => gate);
-    const second = searcher.within(task('second'));
+    const first = turns.within(() => gate);
+    const second = turns.within(task('second'));
     await Promise.resolve();
     // A search that arrives after the first has finished its work and before its place is free:
     // gate's own continuation runs before the one within awaits, so third asks in between.
     let third: Promise<void> | undefined;
-    void gate.then(() => { third = searcher.within(task('third')); });
+    void gate.then(() => { third = turns.within(task('third')); });
     release();
     await Promise.all([first, second]);
     await third;
@@ -483,8 +483,8 @@ describe('bounded cost', () => {
   test('a search statement that runs into its time-out is 503, not 500', { skip: backend !== 'postgres' && 'PGlite does not enforce time-outs' }, async () => {
     const { db, drop } = await openTestDb();
     try {
-      const searcher = new Searcher({ cap: 100, timeoutMs: 100, concurrency: 2, waitMs: 1000 });
-      await assert.rejects(searcher.within(() => db.query('SELECT pg_sleep(2)', [], { timeoutMs: 100 })), (err: { status: number; message: string }) => {
+      const turns = new Turns({ concurrency: 2, waitMs: 1000 });
+      await assert.rejects(turns.within(() => db.query('SELECT pg_sleep(2)', [], { timeoutMs: 100 })), (err: { status: number; message: string }) => {
         assert.equal(err.status, 503);
         assert.match(err.message, /took too long/);
         return true;

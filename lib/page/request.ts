@@ -7,7 +7,7 @@ import type { Db } from '../db/index.ts';
 import type { Body, BodyType, Format, NoContent, Redirect, Streamed, Upload } from '../http/index.ts';
 import { clip, HttpError } from '../http/index.ts';
 import type { PictureOptions } from './picture.ts';
-import type { Searcher } from '../search/index.ts';
+import type { RequestSearch } from '../search/index.ts';
 
 export interface ScriptRequest {
   /** The method the script runs for: a POST's _method field or X-HTTP-Method-Override decides. */
@@ -35,7 +35,7 @@ export interface ScriptRequest {
   /** Checks a login; null (and an error-log line for fail2ban) for an unknown user or a wrong password alike. */
   authenticate(username: string, password: string): Promise<Account | null>;
   /** The site's search, with its bounds (lib/search). */
-  searcher: Searcher;
+  searcher: RequestSearch;
   /** Other Primo installations' views, tabs and scopes, mapped to this site's (SEARCH_VIEW_ALIASES). */
   searchAliases: Readonly<Record<string, string>>;
   /** Starting and ending the login session, and its CSRF token. */
@@ -158,9 +158,25 @@ export function pagingOf(offset: number, size: number, total: number, pathOf: (o
 
 /** A query string for links: form-encoded, but commas stay readable (query=any,contains,x). */
 export function buildQuery(pairs: readonly (readonly [string, string | number])[]): string {
-  return pairs
-    .map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(String(value)).replace(/%2C/g, ',')}`)
-    .join('&');
+  return pairs.map(([name, value]) => `${encoded(name)}=${encoded(String(value))}`).join('&');
+}
+
+/**
+ * A name or value as a query string writes it, commas left as they are (Primo's query=any,contains,x).
+ * A search page writes the same few values into its fifty links: each is encoded once.
+ */
+const encodings = new Map<string, string>();
+
+function encoded(text: string): string {
+  let result = encodings.get(text);
+  if (result === undefined) {
+    result = encodeURIComponent(text).replace(/%2C/g, ',');
+    if (text.length <= 200) {
+      if (encodings.size >= 5000) encodings.clear();
+      encodings.set(text, result);
+    }
+  }
+  return result;
 }
 
 /** The words of a "log in first" refusal: for anyone anonymous, and for a session that timed out. */

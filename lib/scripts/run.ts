@@ -61,12 +61,23 @@ export class ScriptRunner {
    */
   private readonly kept = new Map<Db, Kept>();
 
-  /** One per process: its share of connections is counted across all requests. */
+  /** One per process: its word index, and its share of connections counted across all requests. */
   private readonly searcher: Searcher;
 
   constructor(private readonly parts: RunnerParts) {
-    const { config } = parts;
-    this.searcher = new Searcher({ cap: config.searchMaxHits, timeoutMs: config.searchTimeoutMs, concurrency: config.searchConcurrency, waitMs: config.searchWaitMs });
+    const { config, db, logs } = parts;
+    this.searcher = new Searcher(db, { cap: config.searchMaxHits, timeoutMs: config.searchTimeoutMs, concurrency: config.searchConcurrency, waitMs: config.searchWaitMs }, {
+      onError: (message) => logs.error(message, { level: 'warn' }),
+    });
+  }
+
+  /** Reads the word index: before the first request. */
+  start(): Promise<void> {
+    return this.searcher.start();
+  }
+
+  close(): void {
+    this.searcher.close();
   }
 
   async run(ex: Exchange, run: Run): Promise<Produced> {
@@ -101,7 +112,8 @@ export class ScriptRunner {
       headers: ex.req.headers,
       db,
       link: target.link,
-      searcher: this.searcher,
+      // The word index follows the primary: a request that reads there has read its version already.
+      searcher: this.searcher.forRequest(() => (server() === this.parts.db ? currentVersion() : this.keptOn(this.parts.db).version.current())),
       searchAliases: config.searchViewAliases,
       warn: (message) => {
         warnings.push(message);

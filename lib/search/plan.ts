@@ -1,12 +1,17 @@
-// From parsed query lines to SQL (docs/interface.md, Search). Each person and work carries
-// its words as tagged lexemes (sql/009_search_words.sql); an atom becomes a tsquery over the
-// tags of its field, a GIN index probe, and where the index cannot tell (phrases, begins_with)
-// a check on the folded text of the rows the probe found. A search takes at most
-// `cap` persons and `cap` works from the index, ranks and counts those, and says when there
-// were more: the cost of any search is bounded by the cap, not by the size of the tables.
+// From parsed query lines to a plan over the word index (docs/interface.md, Search). Each row's
+// words are lexemes tagged with their field (sql/009_search_words.sql); an atom becomes a set of
+// rows from those lexemes, and where the lexemes cannot tell (phrases, begins_with) a check on
+// the row's folded text. A plan gives the rows a search may find as a set query, taken block by
+// block (lib/search/match.ts), the check each of them must pass when there is one, and the score.
 import { clip, HttpError } from '../http/index.ts';
+import type { IdSet } from './id-set.ts';
 import type { Atom, Field, ParsedLine } from './language.ts';
+import { fold } from './language.ts';
+import type { Expansion, WordInfo } from './vocabulary.ts';
+import type { WordIndex } from './word-index.ts';
+import { noYear } from './word-index.ts';
 
+export type { WordInfo } from './vocabulary.ts';
 export type Kind = 'person' | 'werk';
 type Tag = 't' | 'c' | 'd' | 'r' | 'y';
 
@@ -18,44 +23,25 @@ const kindTags: Record<Kind, readonly Tag[]> = { person: ['c'], werk: ['t', 'c',
 const tiers: Record<Tag, [word: number, stem: number, part: number]> = {
   t: [9, 8, 7], c: [6, 5, 4], d: [3, 2, 1], r: [3, 2, 1], y: [3, 2, 1],
 };
-/** The folded text each tag's field has, for the checks an index cannot make. */
-const texts: Record<Kind, Partial<Record<Tag, string>>> = {
-  person: { c: 'p.suche_name' },
-  werk: {
-    t: 'w.suche_titel', c: '(SELECT p.suche_name FROM person p WHERE p.id = w.person_id)',
-    d: 'w.suche_text', r: 'search_fold(w.art)', y: "coalesce(w.jahr::text, '')",
-  },
-};
 /** Bonus of an exact phrase that is the field's whole text. */
 const wholeBonus = 20;
-
-/** What the index knows of a query word: its stem (null for a stop word) and the words it stands for. */
-export interface WordInfo {
-  stem: string | null;
-  /** Words of the index containing it (compound parts) or matching its wildcards, shortest first. */
-  expansions: string[];
-  /** True when there were more expansions than were taken. */
-  more: boolean;
-}
-
-/** What to look up for a query word: its stem and which other words of the index it stands for. */
-export interface WordLookup {
-  word: string;
-  /** A LIKE pattern over the index's words, or null. */
-  pattern: string | null;
-}
-
 /** Shorter parts of compounds would stand for too many words (er, en). */
 const minPart = 3;
 
+/** What to look up for a query word: its stem, and which other words of the index it stands for. */
+export interface WordLookup {
+  word: string;
+  expansion: Expansion | null;
+}
+
 /**
- * The LIKE pattern over the index's words that a query word stands for, or null: its wildcards,
- * the words a begins_with's last word begins, the compounds a contains word is part of.
+ * The words of the index a query word stands for besides itself: those its wildcards match, those
+ * a begins_with's last word begins, the compounds a contains word is part of.
  */
-function patternOf(word: string, atom: Atom, i: number, contains: boolean): string | null {
-  if (/[*?]/.test(word)) return word.replace(/\*+/g, '%').replace(/\?/g, '_');
-  if (atom.kind === 'prefix' && i === atom.words.length - 1) return `${word}%`;
-  return contains && atom.kind === 'word' && word.length >= minPart ? `%${word}%` : null;
+function expansionOf(word: string, atom: Atom, i: number, contains: boolean): Expansion | null {
+  if (/[*?]/.test(word)) return { kind: 'wildcard', word };
+  if (atom.kind === 'prefix' && i === atom.words.length - 1) return { kind: 'begins', word };
+  return contains && atom.kind === 'word' && word.length >= minPart ? { kind: 'part', word } : null;
 }
 
 export function lookupsOf(lines: readonly ParsedLine[]): WordLookup[] {
@@ -63,16 +49,16 @@ export function lookupsOf(lines: readonly ParsedLine[]): WordLookup[] {
   for (const line of lines) {
     for (const atom of line.clauses.flat()) {
       atom.words.forEach((word, i) => {
-        const pattern = patternOf(word, atom, i, line.condition.match === 'contains');
-        lookups.set(lookupKey(word, pattern), { word, pattern });
+        const expansion = expansionOf(word, atom, i, line.condition.match === 'contains');
+        lookups.set(lookupKey(word, expansion), { word, expansion });
       });
     }
   }
   return [...lookups.values()];
 }
 
-export function lookupKey(word: string, pattern: string | null): string {
-  return `${word} ${pattern ?? ''}`;
+export function lookupKey(word: string, expansion: Expansion | null): string {
+  return `${word} ${expansion?.kind ?? ''}`;
 }
 
 /** The query's stop words: those the index has no stem for. */
@@ -80,318 +66,335 @@ export function stopWordsOf(words: Map<string, WordInfo>): Set<string> {
   return new Set([...words].filter(([, info]) => info.stem === null).map(([key]) => key.slice(0, key.indexOf(' '))));
 }
 
-/** SQL parameters, numbered as they are added. */
-export class Params {
-  readonly values: unknown[] = [];
-  add(value: unknown): string {
-    this.values.push(value);
-    return `$${this.values.length}`;
-  }
+/** Rows of one kind, as a set query: the union of sets, and, or, not, all rows, none. */
+export type Query =
+  | { t: 'all' }
+  | { t: 'sets'; sets: IdSet[] }
+  | { t: 'and' | 'or'; parts: Query[] }
+  | { t: 'not'; part: Query };
+
+const ALL: Query = { t: 'all' };
+const NONE: Query = { t: 'sets', sets: [] };
+
+/** Where a row's folded text comes from for a check: the index, or the description read for it. */
+export interface TextSource {
+  text(tag: Tag, id: number, prefix: boolean): string;
 }
 
+/** A check on a row's folded text (phrases, exact, begins_with); true when it passes. */
+type Check = (id: number, texts: TextSource) => boolean;
 /**
- * A piece of SQL whose values become parameters only when it is written out: a query is built
- * from more pieces than it uses (a NOT needs no score), and PostgreSQL refuses a parameter no
- * statement mentions.
+ * A row's score for one atom: the tier of the first level whose sets have the row (a word's),
+ * or what the row's texts give (a phrase's).
  */
-class Sql {
-  constructor(readonly parts: readonly (string | Sql | { value: unknown })[]) {}
+export type Score =
+  | { levels: { sets: IdSet[]; tier: number }[] }
+  | { texts: (id: number, texts: TextSource) => number };
 
-  write(params: Params): string {
-    return this.parts.map((p) => (typeof p === 'string' ? p : p instanceof Sql ? p.write(params) : params.add(p.value))).join('');
-  }
-}
-
-/** sql`a = ${value}`: values become parameters, Sql pieces are written in place. */
-function sql(strings: TemplateStringsArray, ...values: unknown[]): Sql {
-  const parts: (string | Sql | { value: unknown })[] = [];
-  strings.forEach((text, i) => {
-    parts.push(text);
-    if (i < values.length) parts.push(values[i] instanceof Sql ? values[i] as Sql : { value: values[i] });
-  });
-  return new Sql(parts);
-}
-
-const raw = (text: string) => new Sql([text]);
-
-function joined(pieces: readonly Sql[], separator: string): Sql {
-  return new Sql(pieces.flatMap((p, i) => (i === 0 ? [p] : [separator, p])));
-}
-
-type Expr =
+type Node =
   | { t: 'const'; value: boolean }
-  | { t: 'and' | 'or'; parts: Expr[] }
-  | { t: 'not'; part: Expr }
-  | { t: 'atom'; index: string | null; check: Sql | null; score: Sql };
+  | { t: 'and' | 'or'; parts: Node[] }
+  | { t: 'not'; part: Node }
+  | { t: 'atom'; index: Query; check: Check | null; score: Score | null; description: boolean };
 
-const TRUE: Expr = { t: 'const', value: true };
-const FALSE: Expr = { t: 'const', value: false };
+const TRUE: Node = { t: 'const', value: true };
+const FALSE: Node = { t: 'const', value: false };
 
 interface Context {
   kind: Kind;
   words: Map<string, WordInfo>;
-  column: Sql;
-  /** Whether stop words are probed in the index: only beside a rarer word (kindQuery). */
-  stops: boolean;
+  index: WordIndex;
 }
 
-const lexeme = (tag: string, word: string) => `'${tag}:${word}'`;
-const any = (alternatives: readonly string[]) => (alternatives.length === 1 ? alternatives[0] as string : `(${alternatives.join(' | ')})`);
-const all = (parts: readonly string[]) => (parts.length === 1 ? parts[0] as string : `(${parts.join(' & ')})`);
-
-function info(ctx: Context, word: string, pattern: string | null): WordInfo {
-  return ctx.words.get(lookupKey(word, pattern)) ?? { stem: null, expansions: [], more: false };
+function info(ctx: Context, word: string, expansion: Expansion | null): WordInfo {
+  return ctx.words.get(lookupKey(word, expansion)) ?? { stem: null, expansions: [], more: false };
 }
 
-/** One atom for one kind of row: an index probe, a check, and its score. */
-function atomExpr(atom: Atom, line: ParsedLine, ctx: Context): Expr {
+/** The rows having any of the lexemes (tag:word); those no row has are left out. */
+function setsOf(ctx: Context, lexemes: readonly string[]): IdSet[] {
+  const rows = ctx.kind === 'person' ? ctx.index.personen.lexemes : ctx.index.werke.lexemes;
+  return lexemes.map((l) => rows.of(l)).filter((s): s is IdSet => s !== undefined);
+}
+
+function inAny(sets: readonly IdSet[], id: number): boolean {
+  for (const set of sets) if (set.has(id)) return true;
+  return false;
+}
+
+/** One atom for one kind of row: its rows, its check, its score. */
+function atomNode(atom: Atom, line: ParsedLine, ctx: Context): Node {
   // Years are numbers: a word with a letter is not looked for among them.
   const tags = fieldTags[line.condition.field].filter((t) => kindTags[ctx.kind].includes(t) && (t !== 'y' || atom.words.every((w) => /^-?[0-9*?]+$/.test(w))));
   if (tags.length === 0) return FALSE;
   const contains = line.condition.match === 'contains';
-  const { column } = ctx;
-  const test = (query: string) => sql`${column} @@ ${query}::tsquery`;
 
   if (atom.kind === 'word') {
     const [word] = atom.words as [string];
     const wild = /[*?]/.test(word);
-    const known = info(ctx, word, patternOf(word, atom, 0, contains));
-    const cases: Sql[] = [];
+    const known = info(ctx, word, expansionOf(word, atom, 0, contains));
+    const levels: { sets: IdSet[]; tier: number }[] = [];
     const alternatives: string[] = [];
     for (const tag of tags) {
       const [wordTier, stemTier, partTier] = tiers[tag];
-      const exact = wild ? known.expansions.map((e) => lexeme(tag, e)) : known.stem === null ? [] : [lexeme(tag, word)];
-      const stem = !wild && known.stem !== null && tag !== 'y' ? [lexeme(`${tag}s`, known.stem)] : [];
+      const exact = wild ? known.expansions.map((e) => `${tag}:${e}`) : known.stem === null ? [] : [`${tag}:${word}`];
+      const stem = !wild && known.stem !== null && tag !== 'y' ? [`${tag}s:${known.stem}`] : [];
       // A stop word inside other words (der in Wanderer) is no compound part.
-      const parts = wild || known.stem === null ? [] : known.expansions.map((e) => lexeme(tag, e));
-      if (exact.length) cases.push(sql`WHEN ${test(any(exact))} THEN ${raw(String(wordTier))}`);
-      if (stem.length) cases.push(sql`WHEN ${test(any(stem))} THEN ${raw(String(stemTier))}`);
-      if (parts.length) cases.push(sql`WHEN ${test(any(parts))} THEN ${raw(String(partTier))}`);
-      // A row with the whole word has its stem's entry too: the probe reads the stem's alone.
+      const parts = wild || known.stem === null ? [] : known.expansions.map((e) => `${tag}:${e}`);
+      levels.push({ sets: setsOf(ctx, exact), tier: wordTier }, { sets: setsOf(ctx, stem), tier: stemTier }, { sets: setsOf(ctx, parts), tier: partTier });
+      // A row with the whole word has its stem's lexeme too: the stem's rows are the word's.
       alternatives.push(...(stem.length > 0 ? stem : exact), ...parts);
     }
     if (alternatives.length > 0) {
-      return { t: 'atom', index: any(alternatives), check: null, score: sql`CASE ${joined(cases, ' ')} ELSE 0 END` };
+      return {
+        t: 'atom', index: { t: 'sets', sets: setsOf(ctx, alternatives) }, check: null, description: false,
+        // The first level the row is in: title word, stem, part, then creator's, and so on.
+        score: { levels: levels.filter((l) => l.sets.length > 0) },
+      };
     }
     // A wildcard that stands for no word of the index finds nothing.
     if (wild) return FALSE;
-    // A stop word (und, der) counts nothing towards the rank. Beside a rarer word, the index
-    // finds it; alone, its text is read in rows until enough have it (they are in most).
-    if (ctx.stops) return { t: 'atom', index: any(tags.map((tag) => lexeme(tag, word))), check: null, score: raw('0') };
-    return { t: 'atom', index: null, check: textCheck(tags, ctx, `% ${word} %`, true), score: raw('0') };
+    // A stop word (und, der) must be there as a word of the field, and counts nothing towards the rank.
+    return { t: 'atom', index: { t: 'sets', sets: setsOf(ctx, tags.map((tag) => `${tag}:${word}`)) }, check: null, score: null, description: false };
   }
 
-  // A phrase (and exact) or begins_with: the index finds rows with its words, the text decides.
+  // A phrase (and exact) or begins_with: the rows with its words in one field, the text decides.
   const prefix = atom.kind === 'prefix';
   const last = atom.words.length - 1;
-  const perTag = tags.map((tag) => {
-    const parts: string[] = [];
+  const perTag = tags.map((tag): Query => {
+    const parts: Query[] = [];
     atom.words.forEach((word, i) => {
       if (prefix && i === last) {
         // The last word may be the beginning of a longer one: it or the words of the index it
-        // begins; for a stop word, or when too many words begin so, the text check alone decides
-        // among the rows the other words found.
-        const known = info(ctx, word, patternOf(word, atom, i, false));
-        if ((known.stem !== null || ctx.stops) && !known.more) parts.push(any([lexeme(tag, word), ...known.expansions.map((e) => lexeme(tag, e))]));
-      } else if (ctx.stops || info(ctx, word, patternOf(word, atom, i, false)).stem !== null) {
-        parts.push(lexeme(tag, word));
+        // begins; when too many words begin so, the check alone decides among the rows the
+        // other words found.
+        const known = info(ctx, word, expansionOf(word, atom, i, false));
+        if (!known.more) parts.push({ t: 'sets', sets: setsOf(ctx, [word, ...known.expansions].map((w) => `${tag}:${w}`)) });
+      } else {
+        parts.push({ t: 'sets', sets: setsOf(ctx, [`${tag}:${word}`]) });
       }
     });
-    return { tag, parts };
+    return andQuery(parts);
   });
   const phrase = atom.words.join(' ');
-  const pattern = prefix ? `${phrase}%` : `% ${phrase} %`;
-  const indexed = perTag.every(({ parts }) => parts.length > 0) ? any(perTag.map(({ parts }) => all(parts))) : null;
-  // Type and year before the description, which holds them too (suche_text): the bonus of a
-  // type or year that is the whole phrase is reached, at the same tier.
-  const caseOrder: Tag[] = ['t', 'c', 'r', 'y', 'd'];
-  const cases = [...perTag].sort((a, b) => caseOrder.indexOf(a.tag) - caseOrder.indexOf(b.tag)).map(({ tag }) => {
-    const text = startOf(ctx.kind, tag, prefix);
-    const whole = line.whole === null ? raw('') : sql` + CASE WHEN ${raw(text)} = ${line.whole} THEN ${raw(String(wholeBonus))} ELSE 0 END`;
-    return sql`WHEN ${textLike(text, pattern, !prefix)} THEN ${raw(String(tiers[tag][0]))}${whole}`;
-  });
+  // A work's description text holds its type and year after it: a phrase found there is found
+  // in it, and the type and year are checked before it, whose text is read from the database.
+  const order = (['t', 'c', 'r', 'y', 'd'] as const).filter((tag) => tags.includes(tag));
+  const found = (text: string) => (prefix ? text.startsWith(phrase) : ` ${text} `.includes(` ${phrase} `));
   return {
     t: 'atom',
-    index: indexed,
-    check: textCheck(tags, ctx, pattern, !prefix),
-    score: sql`CASE ${joined(cases, ' ')} ELSE 0 END`,
+    index: orQuery(perTag),
+    description: tags.includes('d') && ctx.kind === 'werk',
+    check: (id, texts) => order.some((tag) => found(texts.text(tag, id, prefix))),
+    // Type and year before the description, which holds them too: the bonus of a type or year
+    // that is the whole phrase is reached, at the same tier.
+    score: {
+      texts: (id, texts) => {
+        for (const tag of order) {
+          const text = texts.text(tag, id, prefix);
+          if (found(text)) return tiers[tag][0] + (line.whole !== null && text === line.whole ? wholeBonus : 0);
+        }
+        return 0;
+      },
+    },
   };
 }
 
-/**
- * The text a field begins with: a work's suche_text holds its type and year after the
- * description, so without a description it begins with the type, which begins_with on desc
- * must not find.
- */
-function startOf(kind: Kind, tag: Tag, prefix: boolean): string {
-  const text = texts[kind][tag] as string;
-  return prefix && kind === 'werk' && tag === 'd' ? `(CASE WHEN search_fold(coalesce(w.beschreibung, '')) <> '' THEN ${text} ELSE '' END)` : text;
-}
-
-function textLike(text: string, pattern: string, padded: boolean): Sql {
-  return sql`${raw(padded ? `(' ' || ${text} || ' ')` : text)} LIKE ${pattern}`;
-}
-
-function textCheck(tags: readonly Tag[], ctx: Context, pattern: string, padded: boolean): Sql {
-  // A work's suche_text holds its type and year after the description: a word or phrase found
-  // in those is found in it. The creator's name, a lookup per row, is read last.
-  const implied = padded && ctx.kind === 'werk' && tags.includes('d') ? ['r', 'y'] : [];
-  const order = (tag: Tag) => (tag === 'c' ? 1 : 0);
-  const columns = [...new Set(tags.filter((tag) => !implied.includes(tag)).sort((a, b) => order(a) - order(b))
-    .map((tag) => startOf(ctx.kind, tag, !padded)))];
-  return sql`(${joined(columns.map((text) => textLike(text, pattern, padded)), ' OR ')})`;
-}
-
-function lineExpr(line: ParsedLine, ctx: Context): Expr {
-  return and(line.clauses.map((clause) => or(clause.map((atom) => {
-    const expr = atomExpr(atom, line, ctx);
-    return atom.negated ? not(expr) : expr;
-  }))));
-}
-
-function and(parts: Expr[]): Expr {
+function and(parts: Node[]): Node {
   if (parts.some((p) => p.t === 'const' && !p.value)) return FALSE;
   const rest = parts.filter((p) => p.t !== 'const');
-  return rest.length === 0 ? TRUE : rest.length === 1 ? rest[0] as Expr : { t: 'and', parts: rest };
+  return rest.length === 0 ? TRUE : rest.length === 1 ? rest[0] as Node : { t: 'and', parts: rest };
 }
 
-function or(parts: Expr[]): Expr {
+function or(parts: Node[]): Node {
   if (parts.some((p) => p.t === 'const' && p.value)) return TRUE;
   const rest = parts.filter((p) => p.t !== 'const');
-  return rest.length === 0 ? FALSE : rest.length === 1 ? rest[0] as Expr : { t: 'or', parts: rest };
+  return rest.length === 0 ? FALSE : rest.length === 1 ? rest[0] as Node : { t: 'or', parts: rest };
 }
 
-function not(part: Expr): Expr {
+function andQuery(parts: Query[]): Query {
+  if (parts.some(isNone)) return NONE;
+  const rest = parts.filter((p) => p.t !== 'all');
+  return rest.length === 0 ? ALL : rest.length === 1 ? rest[0] as Query : { t: 'and', parts: rest };
+}
+
+function orQuery(parts: Query[]): Query {
+  if (parts.some((p) => p.t === 'all')) return ALL;
+  const rest = parts.filter((p) => !isNone(p));
+  return rest.length === 0 ? NONE : rest.length === 1 ? rest[0] as Query : { t: 'or', parts: rest };
+}
+
+function isNone(query: Query): boolean {
+  return query.t === 'sets' && query.sets.length === 0;
+}
+
+function not(part: Node): Node {
   return part.t === 'const' ? { t: 'const', value: !part.value } : { t: 'not', part };
 }
 
+function lineNode(line: ParsedLine, ctx: Context): Node {
+  return and(line.clauses.map((clause) => or(clause.map((atom) => {
+    const node = atomNode(atom, line, ctx);
+    return atom.negated ? not(node) : node;
+  }))));
+}
+
 /** Lines joined as their operators say, left to right (Primo's advanced search). */
-function queryExpr(lines: readonly ParsedLine[], ctx: Context): Expr {
-  let expr = lineExpr(lines[0] as ParsedLine, ctx);
+function queryNode(lines: readonly ParsedLine[], ctx: Context): Node {
+  let node = lineNode(lines[0] as ParsedLine, ctx);
   for (let i = 1; i < lines.length; i++) {
-    const next = lineExpr(lines[i] as ParsedLine, ctx);
+    const next = lineNode(lines[i] as ParsedLine, ctx);
     const operator = lines[i - 1]?.condition.operator ?? 'AND';
-    expr = operator === 'OR' ? or([expr, next]) : and([expr, operator === 'NOT' ? not(next) : next]);
+    node = operator === 'OR' ? or([node, next]) : and([node, operator === 'NOT' ? not(next) : next]);
   }
-  return expr;
+  return node;
 }
 
-/**
- * The whole condition in SQL. Under `probed`, the rows are those the index query found: an atom
- * that must be there (the query itself, or a part of an AND of it) needs its check only, as
- * probing the index with it again would read its entries twice.
- */
-function predicate(expr: Expr, ctx: Context, probed = false): Sql {
-  switch (expr.t) {
-    case 'const': return raw(expr.value ? 'TRUE' : 'FALSE');
-    case 'and': return sql`(${joined(expr.parts.map((p) => predicate(p, ctx, probed)), ' AND ')})`;
-    case 'or': return sql`(${joined(expr.parts.map((p) => predicate(p, ctx)), ' OR ')})`;
-    case 'not': return sql`NOT ${predicate(expr.part, ctx)}`;
-    case 'atom': {
-      const index = expr.index === null || probed ? null : sql`${ctx.column} @@ ${expr.index}::tsquery`;
-      const parts = [index, expr.check].filter((p): p is Sql => p !== null);
-      return parts.length === 0 ? raw('TRUE') : parts.length === 1 ? parts[0] as Sql : sql`(${joined(parts, ' AND ')})`;
-    }
-  }
-}
-
-/** What every hit must have in the index: true where the index cannot tell (a NOT, a stop word). */
-function indexQuery(expr: Expr): string | true {
-  switch (expr.t) {
+/** Whether the node needs no check: its set query says it all. */
+function exact(node: Node): boolean {
+  switch (node.t) {
     case 'const': return true;
-    case 'not': return true;
-    case 'atom': return expr.index ?? true;
-    case 'and': {
-      const parts = expr.parts.map(indexQuery).filter((p): p is string => p !== true);
-      return parts.length === 0 ? true : all(parts);
-    }
-    case 'or': {
-      const parts = expr.parts.map(indexQuery);
-      return parts.some((p) => p === true) ? true : any(parts as string[]);
-    }
+    case 'not': return exact(node.part);
+    case 'atom': return node.check === null;
+    case 'and': case 'or': return node.parts.every(exact);
   }
+}
+
+/** The rows the node may hold: all it holds, and more where a check decides. */
+function rowsOf(node: Node): Query {
+  switch (node.t) {
+    case 'const': return node.value ? ALL : NONE;
+    case 'atom': return node.index;
+    // The rows not having a phrase are not the rows not having its words: all may be.
+    case 'not': return exact(node.part) ? notQuery(rowsOf(node.part)) : ALL;
+    case 'and': return andQuery(node.parts.map(rowsOf));
+    case 'or': return orQuery(node.parts.map(rowsOf));
+  }
+}
+
+function notQuery(part: Query): Query {
+  return part.t === 'all' ? NONE : isNone(part) ? ALL : { t: 'not', part };
 }
 
 /**
  * Whether every hit must have some atom: not only NOTs, and no NOT ORed with a word (`haus OR
- * NOT nacht` is nearly every row, read one by one).
+ * NOT nacht` is nearly every row).
  */
-function hasPositive(expr: Expr): boolean {
-  switch (expr.t) {
+function hasPositive(node: Node): boolean {
+  switch (node.t) {
     case 'const': case 'not': return false;
     case 'atom': return true;
-    case 'and': return expr.parts.some(hasPositive);
-    case 'or': return expr.parts.every(hasPositive);
+    case 'and': return node.parts.some(hasPositive);
+    case 'or': return node.parts.every(hasPositive);
   }
 }
 
-/** Whether the index query alone decides: no text checks and nothing negated. */
-function exact(expr: Expr): boolean {
-  switch (expr.t) {
-    case 'const': return true;
-    case 'not': return false;
-    case 'atom': return expr.check === null && expr.index !== null;
-    case 'and': case 'or': return expr.parts.every(exact);
-  }
-}
-
-function scoreOf(expr: Expr): Sql[] {
-  switch (expr.t) {
+function scoresOf(node: Node): Score[] {
+  switch (node.t) {
     case 'const': case 'not': return [];
-    case 'atom': return [expr.score];
-    case 'and': case 'or': return expr.parts.flatMap(scoreOf);
+    case 'atom': return node.score ? [node.score] : [];
+    case 'and': case 'or': return node.parts.flatMap(scoresOf);
   }
 }
 
-/** Whether everything the lines ask for must be there: no OR between words or lines. */
-function allRequired(lines: readonly ParsedLine[]): boolean {
-  // The last line's operator joins it to nothing.
-  return lines.every((line, i) => (i === lines.length - 1 || line.condition.operator !== 'OR') && line.clauses.every((clause) => clause.length === 1));
+function needsDescription(node: Node): boolean {
+  switch (node.t) {
+    case 'const': return false;
+    case 'atom': return node.description;
+    case 'not': return needsDescription(node.part);
+    case 'and': case 'or': return node.parts.some(needsDescription);
+  }
 }
 
-export interface KindQuery {
-  /**
-   * The parameter holding the index query every row must match (tsquery text, its lexemes
-   * without the block: lib/search/run.ts probes one block after the other), or null for a
-   * search of stop words alone, which no index narrows: rows are read until enough have them.
-   */
-  probe: string | null;
-  /** What the rows the probe found must have besides (TRUE when the index query says it all). */
-  where: string;
-  score: string;
+/** Whether the row is a hit: in the node's sets, and through its checks. */
+function holds(node: Node, id: number, texts: TextSource, rows: IdSet): boolean {
+  switch (node.t) {
+    case 'const': return node.value;
+    case 'atom': return contains(node.index, id, rows) && (node.check === null || node.check(id, texts));
+    case 'not': return !holds(node.part, id, texts, rows);
+    case 'and': return node.parts.every((p) => holds(p, id, texts, rows));
+    case 'or': return node.parts.some((p) => holds(p, id, texts, rows));
+  }
+}
+
+export function contains(query: Query, id: number, rows: IdSet): boolean {
+  switch (query.t) {
+    case 'all': return rows.has(id);
+    case 'sets': return inAny(query.sets, id);
+    case 'not': return rows.has(id) && !contains(query.part, id, rows);
+    case 'and': return query.parts.every((p) => contains(p, id, rows));
+    case 'or': return query.parts.some((p) => contains(p, id, rows));
+  }
+}
+
+/** A search of one kind of row over the index. */
+export interface Plan {
+  kind: Kind;
+  /** The rows it may find, in the order of their ids: all of them unless `check` says otherwise. */
+  rows: Query;
+  /** For a search with phrases: whether a row of `rows` is a hit. */
+  check: ((id: number, texts: TextSource) => boolean) | null;
+  /** Whether the checks or the score read the description, from the database. */
+  description: boolean;
+  /** The atoms' scores, added up for a row's rank. */
+  scores: Score[];
 }
 
 /**
- * The query for one kind of row, or null when none can match (a title search finds no person).
- * 400 for a search of NOTs alone, or of a NOT ORed with a word: it would read nearly every row.
+ * The plan for one kind of row, or null when none can match (a title search finds no person).
+ * 400 for a search of NOTs alone, or of a NOT ORed with a word: nearly every row.
  */
-export function kindQuery(lines: readonly ParsedLine[], kind: Kind, words: Map<string, WordInfo>, params: Params): KindQuery | null {
-  const plain: Context = { kind, words, column: raw(kind === 'person' ? 'p.suche' : 'w.suche'), stops: false };
-  let ctx = plain;
-  let expr = queryExpr(lines, ctx);
-  if (expr.t === 'const' && !expr.value) return null;
-  // A stop word's entry is as long as the table, a block's up to 65,536 rows. It is read where
-  // a rarer word must be there too, which the index walks and skips the long entry by, and
-  // where the search has stop words only, all of which must be there: the index reads the
-  // rarest one's entries. Where it ORs them, the rows are read instead until enough have one
-  // of them, which most do.
-  if (indexQuery(expr) !== true || allRequired(lines)) {
-    ctx = { ...plain, stops: true };
-    expr = queryExpr(lines, ctx);
+export function kindPlan(lines: readonly ParsedLine[], kind: Kind, words: Map<string, WordInfo>, index: WordIndex): Plan | null {
+  const ctx: Context = { kind, words, index };
+  const node = queryNode(lines, ctx);
+  if (node.t === 'const' && !node.value) return null;
+  if (!hasPositive(node)) {
+    const terms = lines.map((l) => `"${clip(l.condition.term, 40)}"`).join(', ');
+    throw new HttpError(400, `The search ${terms} has no word that must be there: add one outside NOT, and do not OR a NOT with a word.`);
   }
-  const index = indexQuery(expr);
-  const scores = scoreOf(expr);
-  if (index === true) {
-    if (!hasPositive(expr)) {
-      const terms = lines.map((l) => `"${clip(l.condition.term, 40)}"`).join(', ');
-      throw new HttpError(400, `The search ${terms} has no word that must be there: add one outside NOT, and do not OR a NOT with a word.`);
-    }
-    return { probe: null, where: predicate(expr, ctx).write(params), score: scores.length ? joined(scores, ' + ').write(params) : '0' };
-  }
+  const rows = rowsOf(node);
+  const all = kind === 'person' ? index.personen.lexemes.rows : index.werke.lexemes.rows;
+  const scores = scoresOf(node);
   return {
-    probe: params.add(index),
-    // Where the index query says it all (words, ORs, no phrase, no NOT), nothing is checked again.
-    where: exact(expr) ? 'TRUE' : predicate(expr, ctx, true).write(params),
-    score: scores.length ? joined(scores, ' + ').write(params) : '0',
+    kind,
+    rows,
+    check: exact(node) ? null : (id, texts) => holds(node, id, texts, all),
+    description: needsDescription(node),
+    scores,
   };
+}
+
+/** The texts of the index's rows by tag; a work's description comes from `descriptions`. */
+export function textsOf(kind: Kind, index: WordIndex, descriptions: Map<number, { text: string; described: boolean }> | null): TextSource {
+  const { personen, werke } = index;
+  if (kind === 'person') return { text: (tag, id) => (tag === 'c' ? personen.folded.get(id) : '') };
+  return {
+    text: (tag, id, prefix) => {
+      switch (tag) {
+        case 't': return werke.titel.get(id);
+        case 'c': return personen.folded.get(werke.person.get(id));
+        case 'r': return foldedArt(index, werke.art.get(id));
+        case 'y': {
+          const jahr = werke.jahr.get(id);
+          return jahr === noYear ? '' : String(jahr);
+        }
+        case 'd': {
+          const description = descriptions?.get(id);
+          if (!description) return '';
+          // begins_with on desc: a work without a description does not begin with its type.
+          return prefix && !description.described ? '' : description.text;
+        }
+      }
+    },
+  };
+}
+
+const foldedArts = new WeakMap<WordIndex, Map<number, string>>();
+
+/** A type folded as the index folds it (search_fold), once per type. */
+function foldedArt(index: WordIndex, code: number): string {
+  let arts = foldedArts.get(index);
+  if (!arts) foldedArts.set(index, (arts = new Map()));
+  let folded = arts.get(code);
+  if (folded === undefined) arts.set(code, (folded = fold(index.werke.arts.text(code))));
+  return folded;
 }

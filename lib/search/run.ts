@@ -1,13 +1,25 @@
-// Runs a search (docs/interface.md, Search): one statement looks the query's words up in the
-// index's vocabulary (stems, compound parts, wildcards), one finds, ranks, counts and pages the
-// hits with their facets. Both run within the share of connections searches may take, under
-// a statement time-out of their own: a search that runs into it is 503, never 500.
+// Runs a search (docs/interface.md, Search) on the process's word index (word-index.ts), brought up
+// to date first (sync.ts): its words are looked up in the vocabulary, its plan (plan.ts) takes the
+// first hits of each kind in the order of their ids (match.ts), and those are ranked, counted
+// and paged here. The database gives what the index does not keep: the ten rows of the page,
+// the descriptions a phrase is checked on, the stems of words the index has not seen and the
+// closest spellings. Those statements run within the share of connections searches may take,
+// under a statement time-out of their own: a search that runs into it is 503, never 500.
 import type { Db } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
 import type { Condition, ParsedLine } from './language.ts';
 import { maxTermLength } from './language.ts';
-import type { KindQuery, WordInfo } from './plan.ts';
-import { kindQuery, lookupKey, lookupsOf, Params, stopWordsOf } from './plan.ts';
+import type { Descriptions } from './match.ts';
+import { scoreRows, takeRows } from './match.ts';
+import type { IdSet } from './id-set.ts';
+import type { Kind, Plan, Query } from './plan.ts';
+import { kindPlan, lookupKey, lookupsOf, stopWordsOf, textsOf } from './plan.ts';
+import type { SyncOptions } from './sync.ts';
+import { IndexSync } from './sync.ts';
+import { Turns } from './turns.ts';
+import type { WordInfo } from './vocabulary.ts';
+import type { Interned, WordIndex } from './word-index.ts';
+import { decadeOf, noYear } from './word-index.ts';
 
 export const sorts = ['rank', 'title', 'author', 'date_d', 'date_a'] as const;
 export type Sort = (typeof sorts)[number];
@@ -53,6 +65,14 @@ export interface Found {
   marks: string[];
 }
 
+/** A search as a request runs it (lib/page/request.ts). */
+export interface RequestSearch {
+  /** The hits, ranked and counted, their facets, and the page asked for. */
+  find(spec: SearchSpec): Promise<Found>;
+  /** For a search without hits: the lines with the closest spellings the index has, or null. */
+  suggest(conditions: readonly Condition[], lines: readonly ParsedLine[]): Promise<Condition[] | null>;
+}
+
 export interface SearchLimits {
   /** Hits of each kind a search takes from the index at most. */
   cap: number;
@@ -65,145 +85,163 @@ export interface SearchLimits {
 /** Words a compound part or a wildcard stands for at most, and all of a search's together. */
 const maxExpansions = 60;
 const expansionBudget = 120;
+/** Rows a search's phrases may be checked on, per kind, as a multiple of the hits it takes. */
+const checksPerHit = 20;
+/** Stems of words the vocabulary does not have, kept per process: the stemmer's answer never changes. */
+const maxStems = 10_000;
 
 export class Searcher {
-  private running = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly sync: IndexSync;
+  private readonly turns: Turns;
+  private readonly stems = new Map<string, string | null>();
 
-  constructor(private readonly limits: SearchLimits) {}
+  /** db: the primary, whose changes the index follows and whose rows fill the page. */
+  constructor(private readonly db: Db, private readonly limits: SearchLimits, options: SyncOptions) {
+    this.sync = new IndexSync(db, options);
+    this.turns = new Turns(limits);
+  }
 
   get cap(): number {
     return this.limits.cap;
   }
 
-  /** The words of the lines as the index knows them. */
-  async words(db: Db, lines: readonly ParsedLine[]): Promise<Map<string, WordInfo>> {
+  /** Reads the index; a search before that waits for it. */
+  start(): Promise<void> {
+    return this.sync.start();
+  }
+
+  close(): void {
+    this.sync.close();
+  }
+
+  /**
+   * The search one request runs: on the index with every change the request's data version of
+   * the primary counts (read once for the request and the requests that come with it).
+   */
+  forRequest(version: () => Promise<bigint | null>): RequestSearch {
+    return {
+      find: async (spec) => this.find(await this.sync.current(await version()), spec),
+      suggest: (conditions, lines) => this.suggest(conditions, lines),
+    };
+  }
+
+  /** The words of the lines as the index knows them: stems, and the words they stand for. */
+  private async words(index: WordIndex, lines: readonly ParsedLine[]): Promise<Map<string, WordInfo>> {
     const lookups = lookupsOf(lines);
     // Twelve one-letter wildcards share what one may have: the query stays a few hundred lexemes.
-    const patterns = lookups.filter((l) => l.pattern !== null).length;
-    const limit = Math.max(8, Math.min(maxExpansions, Math.floor(expansionBudget / Math.max(1, patterns))));
-    const rows = await this.within(() => db.query<{ i: number; stem: string | null; expansions: string[] }>(
-      // The compounds a word is part of leave out those with its own stem (kalter for kalte),
-      // which its stem's entry finds and ranks already, and stop words (oder for ode).
-      `SELECT q.i::int AS i, s.stem,
-              CASE WHEN q.pattern IS NULL THEN '{}'::text[] ELSE ARRAY(
-                SELECT v.word FROM search_word v WHERE v.word LIKE q.pattern AND v.word <> q.word
-                   AND (q.pattern <> '%' || q.word || '%'
-                        OR coalesce((tsvector_to_array(to_tsvector('german', v.word)))[1] NOT IN (s.stem), false))
-                 ORDER BY length(v.word), v.word COLLATE "C" LIMIT $3) END AS expansions
-         FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(word, pattern, i),
-              LATERAL (SELECT (tsvector_to_array(to_tsvector('german', q.word)))[1] AS stem) s`,
-      // Short (a few rows of the vocabulary), but a search's like the rest: on the searches'
-      // connections, under their time-out, with BEGIN and COMMIT in the same write.
-      [lookups.map((l) => l.word), lookups.map((l) => l.pattern), limit + 1],
-      { name: 'search-words', timeoutMs: this.limits.timeoutMs, genericPlan: true },
-    ));
+    const expanding = lookups.filter((l) => l.expansion !== null).length;
+    const limit = Math.max(8, Math.min(maxExpansions, Math.floor(expansionBudget / Math.max(1, expanding))));
+    const stems = await this.stemsOf(index, lookups.filter((l) => !/[*?]/.test(l.word)).map((l) => l.word));
     const words = new Map<string, WordInfo>();
-    for (const row of rows) {
-      const lookup = lookups[row.i - 1];
-      if (!lookup) continue;
-      const expansions = row.expansions ?? [];
-      words.set(lookupKey(lookup.word, lookup.pattern), {
-        stem: row.stem ?? null,
-        expansions: expansions.slice(0, limit),
-        more: expansions.length > limit,
-      });
+    for (const { word, expansion } of lookups) {
+      const stem = stems.get(word) ?? null;
+      const found = expansion ? index.vocabulary.expand(expansion, stem, limit) : { words: [], more: false };
+      words.set(lookupKey(word, expansion), { stem, expansions: found.words, more: found.more });
     }
     return words;
   }
 
-  async find(db: Db, spec: SearchSpec, words: Map<string, WordInfo>): Promise<Found> {
+  /** Each word's stem (null for a stop word): the vocabulary's, or PostgreSQL's German stemmer's. */
+  private async stemsOf(index: WordIndex, words: string[]): Promise<Map<string, string | null>> {
+    const stems = new Map<string, string | null>();
+    const unknown: string[] = [];
+    for (const word of new Set(words)) {
+      const stem = index.vocabulary.stemOf(word) ?? this.stems.get(word);
+      if (stem === undefined) unknown.push(word);
+      else stems.set(word, stem);
+    }
+    if (unknown.length === 0) return stems;
+    // A dozen words at most, each a call of the stemmer: a short statement, pipelined as lookups by key are.
+    const rows = await this.db.query<{ word: string; stem: string | null }>(
+      `SELECT q.word, (tsvector_to_array(to_tsvector('german', q.word)))[1] AS stem FROM unnest($1::text[]) AS q(word)`,
+      [unknown],
+      { name: 'search-stems', pipeline: true },
+    );
+    if (this.stems.size + rows.length > maxStems) this.stems.clear();
+    for (const { word, stem } of rows) {
+      stems.set(word, stem);
+      this.stems.set(word, stem);
+    }
+    return stems;
+  }
+
+  private async find(index: WordIndex, spec: SearchSpec): Promise<Found> {
     const { cap } = this.limits;
-    const params = new Params();
-    const parts: string[] = [];
+    const words = await this.words(index, spec.lines);
+    const found: Found = { total: 0, exact: true, hits: [], facets: { rtype: [], creator: [], decade: [] }, marks: marksOf(spec.lines, words) };
     // Persons have no type and no year: a facet that asks for one leaves them out.
     const noPersons = spec.scope === 'werke' || spec.facets.some((f) => f.mode === 'include' && f.name !== 'creator');
-    const person = noPersons ? null : withFacets(kindQuery(spec.lines, 'person', words, params), 'person', spec.facets, params);
-    const werk = spec.scope === 'personen' ? null : withFacets(kindQuery(spec.lines, 'werk', words, params), 'werk', spec.facets, params);
-    // One row more than it takes tells that there were more; only the rows taken (cap of each
-    // kind) are ranked, counted and paged. The same rows for all of them: hits is materialized.
-    const limit = params.add(cap + 1);
-    const taken = params.add(cap);
-    if (person) {
-      parts.push(`(SELECT 'person'::text AS typ, p.id, p.id AS person_id, p.vorname || ' ' || p.nachname AS urheber,
-                          NULL::text AS art, NULL::integer AS jahr, p.suche_name AS sort_title, ${person.score} AS score
-                     FROM ${rowsFound('person', 'p', person)} LIMIT ${limit})`);
+    const plans = [
+      noPersons ? null : kindPlan(spec.lines, 'person', words, index),
+      spec.scope === 'personen' ? null : kindPlan(spec.lines, 'werk', words, index),
+    ].filter((p): p is Plan => p !== null).map((p) => ({ ...p, rows: withFacets(p.rows, p.kind, spec.facets, index) }));
+    const hits: Hits = { person: { ids: [], scores: [] }, werk: { ids: [], scores: [] } };
+    for (const plan of plans) {
+      const rows = plan.kind === 'person' ? index.personen.lexemes.rows : index.werke.lexemes.rows;
+      // One row more than it takes tells that there were more; only the rows taken are ranked, counted and paged.
+      const taken = await takeRows(plan, rows, {
+        limit: cap + 1,
+        maxChecked: checksPerHit * cap,
+        texts: (descriptions) => textsOf(plan.kind, index, descriptions),
+        describe: (ids) => this.describe(ids),
+      });
+      if (taken.ids.length > cap || taken.stopped) found.exact = false;
+      const ids = taken.ids.slice(0, cap);
+      hits[plan.kind] = { ids, scores: scoreRows(plan, ids, textsOf(plan.kind, index, taken.descriptions)) };
     }
-    if (werk) {
-      parts.push(`(SELECT 'werk'::text AS typ, w.id, w.person_id, w.urheber, w.art, w.jahr, w.suche_titel AS sort_title, ${werk.score} AS score
-                     FROM ${rowsFound('werk', 'w', werk)} LIMIT ${limit})`);
-    }
-    const found: Found = { total: 0, exact: true, hits: [], facets: { rtype: [], creator: [], decade: [] }, marks: marksOf(spec.lines, words) };
-    if (parts.length === 0) return found;
-    const text = `WITH found AS MATERIALIZED (${parts.join(' UNION ALL ')}),
-            hits AS MATERIALIZED ((SELECT * FROM found WHERE typ = 'person' LIMIT ${taken}) UNION ALL (SELECT * FROM found WHERE typ = 'werk' LIMIT ${taken}))
-       SELECT (SELECT count(*) FILTER (WHERE typ = 'person')::int FROM found) AS personen,
-              (SELECT count(*) FILTER (WHERE typ = 'werk')::int FROM found) AS werke,
-              (SELECT coalesce(json_agg(f ORDER BY f.count DESC, f.value COLLATE "C"), '[]'::json) FROM (
-                 SELECT art COLLATE "C" AS value, count(*)::int AS count FROM hits WHERE typ = 'werk' AND art <> ''
-                  GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 20) f) AS rtype,
-              (SELECT coalesce(json_agg(f ORDER BY f.count DESC, f.value COLLATE "C"), '[]'::json) FROM (
-                 -- By name, as the hits carry it: two persons of one name are one value.
-                 SELECT urheber COLLATE "C" AS value, count(*)::int AS count FROM hits
-                  GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 10) f) AS creator,
-              (SELECT coalesce(json_agg(f ORDER BY f.value DESC), '[]'::json) FROM (
-                 -- Integers only (floor of a division is numeric); -5 is in the decade -10.
-                 SELECT jahr - (jahr % 10 + 10) % 10 AS value, count(*)::int AS count FROM hits
-                  WHERE jahr IS NOT NULL GROUP BY 1) f) AS decade,
-              (SELECT coalesce(json_agg(x ORDER BY x.n), '[]'::json) FROM (
-                 -- The page first, in the hits' own order (names as the hits carry them), then the ten rows' titles and slugs.
-                 SELECT h.n, h.typ, h.id, h.score,
-                        CASE WHEN h.typ = 'person' THEN h.urheber ELSE w.titel END AS titel, p.slug,
-                        CASE WHEN h.typ = 'werk' THEN h.urheber END AS person,
-                        w.beschreibung, h.art, h.jahr
-                   FROM (SELECT row_number() OVER (ORDER BY ${orderBy[spec.sort]}) AS n, h.*
-                           FROM (SELECT h.* FROM hits h ${spec.sort === 'author' ? authorOf : ''}
-                                  ORDER BY ${orderBy[spec.sort]} LIMIT ${params.add(spec.size)} OFFSET ${params.add(spec.offset)}) h
-                           ${spec.sort === 'author' ? authorOf : ''}) h
-                   -- Looked up row by row, as authorOf is.
-                   CROSS JOIN LATERAL (SELECT p.slug FROM person p WHERE p.id = h.person_id OFFSET 0) p
-                   LEFT JOIN LATERAL (SELECT w.titel, w.beschreibung FROM werk w WHERE h.typ = 'werk' AND w.id = h.id OFFSET 0) w ON TRUE) x) AS page`;
-    const [row] = await this.within(() => db.query<Row>(
-      text,
-      params.values,
-      // Its plan is kept: the values (the words, the page) do not change what the best one is,
-      // and planning it again for each search cost about a seventh of the statement's time. The
-      // text decides indexScans, and the name is the text's (genericPlan, lib/db/db.ts).
-      { timeoutMs: this.limits.timeoutMs, indexScans: person?.probe !== null && werk?.probe !== null, name: nameOf(text), genericPlan: true },
-    ));
-    if (!row) return found;
-    const exact = row.personen <= cap && row.werke <= cap;
-    const total = Math.min(row.personen, cap) + Math.min(row.werke, cap);
+    found.total = hits.person.ids.length + hits.werk.ids.length;
     // Past the end of a search whose hits were all taken: an empty page, as any list has. Past
     // the hits taken by one that had more: those were never taken.
-    if (!exact && spec.offset >= total) {
-      throw new HttpError(400, `Parameter offset is ${spec.offset}; a search pages through the first ${cap} hits of each kind only (${total} here). Add words or a facet to narrow it.`);
+    if (!found.exact && spec.offset >= found.total) {
+      throw new HttpError(400, `Parameter offset is ${spec.offset}; a search pages through the first ${cap} hits of each kind only (${found.total} here). Add words or a facet to narrow it.`);
     }
-    return {
-      ...found,
-      total,
-      exact,
-      hits: parseJson<(Hit & { n: number })[]>(row.page).map(({ n: _n, ...hit }) => hit),
-      facets: {
-        rtype: parseJson<FacetValue[]>(row.rtype),
-        creator: parseJson<FacetValue[]>(row.creator),
-        decade: parseJson<{ value: number; count: number }[]>(row.decade).map((d) => ({ value: String(d.value), count: d.count })),
-      },
-    };
+    found.facets = facetsOf(hits, index);
+    const page = pageOf(hits, spec, index);
+    found.hits = page.length === 0 ? [] : await this.rowsOf(page);
+    return found;
+  }
+
+  /** The page's rows as the database has them now, in the page's order; a row deleted meanwhile is left out. */
+  private async rowsOf(page: Ranked[]): Promise<Hit[]> {
+    // Ten rows by key: pipelined, as a person page's lookups are.
+    const rows = await this.db.query<Omit<Hit, 'score'>>(
+      `SELECT 'werk' AS typ, w.id, w.titel, p.slug, w.urheber AS person, w.beschreibung, w.art, w.jahr
+         FROM werk w JOIN person p ON p.id = w.person_id WHERE w.id = ANY($1::int[])
+       UNION ALL
+       SELECT 'person', p.id, p.vorname || ' ' || p.nachname, p.slug, NULL, NULL, NULL, NULL
+         FROM person p WHERE p.id = ANY($2::int[])`,
+      [page.filter((h) => h.typ === 'werk').map((h) => h.id), page.filter((h) => h.typ === 'person').map((h) => h.id)],
+      { name: 'search-page', pipeline: true },
+    );
+    const byKey = new Map(rows.map((row) => [`${row.typ} ${row.id}`, row]));
+    return page.flatMap((h) => {
+      const row = byKey.get(`${h.typ} ${h.id}`);
+      return row ? [{ ...row, score: h.score }] : [];
+    });
+  }
+
+  /** The folded descriptions of works, for the phrases checked on them (they stay in the database). */
+  private async describe(ids: number[]): Promise<Descriptions> {
+    const rows = await this.turns.within(() => this.db.query<{ id: number; text: string; described: boolean }>(
+      `SELECT w.id, coalesce(w.suche_text, '') AS text, search_fold(w.beschreibung) <> '' AS described FROM werk w WHERE w.id = ANY($1::int[])`,
+      [ids],
+      { name: 'search-descriptions', timeoutMs: this.limits.timeoutMs },
+    ));
+    return new Map(rows.map((r) => [r.id, { text: r.text, described: r.described }]));
   }
 
   /**
    * For a search without hits: each word the index does not have, replaced by the closest one
    * it has (trigram similarity), as the lines to search instead; null when nothing is closer.
    */
-  async suggest(db: Db, conditions: readonly Condition[], lines: readonly ParsedLine[]): Promise<Condition[] | null> {
+  private async suggest(conditions: readonly Condition[], lines: readonly ParsedLine[]): Promise<Condition[] | null> {
     // Each word searched for as written (no wildcard, not after NOT), once.
     const words = new Map(lines.flatMap((l) => l.clauses.flat())
       .filter((a) => !a.negated && a.kind === 'word' && !/[*?]/.test(a.raw) && (a.words[0] ?? '').length >= 3)
       .map((a) => [a.raw, a.words[0] as string]));
     const candidates = [...words].map(([raw, word]) => ({ raw, word }));
     if (candidates.length === 0) return null;
-    const rows = await this.within(() => db.query<{ i: number; shown: string | null }>(
+    const rows = await this.turns.within(() => this.db.query<{ i: number; shown: string | null }>(
       `SELECT q.i::int AS i, (SELECT v.shown FROM search_word v WHERE v.word % q.word AND v.word <> q.word
                                AND NOT EXISTS (SELECT 1 FROM search_word s WHERE s.word = q.word)
                              ORDER BY similarity(v.word, q.word) DESC, v.word COLLATE "C" LIMIT 1) AS shown
@@ -224,138 +262,172 @@ export class Searcher {
     });
     return replaced.some((c, i) => c !== conditions[i]) ? replaced : null;
   }
+}
 
-  /**
-   * fn within the searches' share of connections: beyond it a search waits for its turn, at most
-   * waitMs, then it is 503; a statement stopped by the time-out (57014) is 503 as well.
-   */
-  async within<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.running >= this.limits.concurrency) {
-      if (this.waiting.length >= maxWaiting) throw busy('Too many searches are waiting; try again in a moment.');
-      // A search that finishes hands its place to the first waiting one (running stays as it
-      // is), so no search that comes later takes it in between: while any waits, all places
-      // are taken.
-      await new Promise<void>((resolve, reject) => {
-        const turn = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-        // A search that waited too long gives up: its client hears so in time.
-        const timer = setTimeout(() => {
-          this.waiting.splice(this.waiting.indexOf(turn), 1);
-          reject(busy('Too many searches are running; try again in a moment.'));
-        }, this.limits.waitMs);
-        this.waiting.push(turn);
-      });
-    } else {
-      this.running++;
-    }
-    try {
-      return await fn();
-    } catch (err) {
-      if ((err as { code?: string }).code === '57014') throw busy('The search took too long and was stopped; try again in a moment, or with fewer or longer words.', err);
-      throw err;
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.running--;
-    }
+/** The hits taken of each kind: ids in order, and their scores. */
+type Hits = Record<Kind, { ids: number[]; scores: number[] }>;
+
+/** A hit of the page. */
+interface Ranked { typ: Kind; id: number; score: number }
+
+/** Folded texts (lower-case ASCII letters, digits, spaces) in PostgreSQL's C collation: as JavaScript orders them. */
+function compareFolded(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * The hits of the page, in a total order for each sort: ties go to persons, then the lower id,
+ * so pages never overlap. The hits are numbered persons first, then works, and compared by
+ * number; the first offset + size are kept in order as they come, the rest passed by.
+ */
+function pageOf(hits: Hits, spec: SearchSpec, index: WordIndex): Ranked[] {
+  const { personen, werke } = index;
+  const { person: persons, werk: works } = hits;
+  const split = persons.ids.length;
+  const count = split + works.ids.length;
+  const id = (n: number) => (n < split ? persons.ids[n] : works.ids[n - split]) as number;
+  const score = (n: number) => (n < split ? persons.scores[n] : works.scores[n - split]) as number;
+  const kindOf = (n: number) => (n < split ? 0 : 1);
+  // Persons come first and ids rise within each kind: the number breaks every tie.
+  const byRank = (a: number, b: number) => score(b) - score(a) || a - b;
+  const year = (n: number) => (n < split ? noYear : werke.jahr.get(id(n)));
+  const byYear = (direction: 1 | -1) => (a: number, b: number) => {
+    const x = year(a);
+    const y = year(b);
+    // Works without a year after those with one, in both directions.
+    return (x === noYear ? 1 : 0) - (y === noYear ? 1 : 0) || direction * (x - y) || byRank(a, b);
+  };
+  const titles = new Map<number, string>();
+  const title = (n: number) => {
+    let text = titles.get(n);
+    if (text === undefined) titles.set(n, (text = n < split ? personen.folded.get(id(n)) : werke.titel.get(id(n))));
+    return text;
+  };
+  const authors = new Map<number, string>();
+  const author = (n: number) => {
+    let text = authors.get(n);
+    if (text === undefined) authors.set(n, (text = personen.author.get(n < split ? id(n) : werke.person.get(id(n)))));
+    return text;
+  };
+  const orders: Record<Sort, (a: number, b: number) => number> = {
+    rank: byRank,
+    title: (a, b) => compareFolded(title(a), title(b)) || a - b,
+    author: (a, b) => compareFolded(author(a), author(b)) || kindOf(a) - kindOf(b) || compareFolded(title(a), title(b)) || a - b,
+    date_d: byYear(-1),
+    date_a: byYear(1),
+  };
+  const order = orders[spec.sort];
+  const end = Math.min(count, spec.offset + spec.size);
+  const best: number[] = [];
+  for (let n = 0; n < count; n++) {
+    if (best.length === end && order(n, best[end - 1] as number) >= 0) continue;
+    let at = best.length;
+    while (at > 0 && order(n, best[at - 1] as number) < 0) at--;
+    best.splice(at, 0, n);
+    if (best.length > end) best.pop();
+  }
+  return best.slice(spec.offset).map((n) => ({ typ: n < split ? 'person' : 'werk', id: id(n), score: score(n) }));
+}
+
+/** The facets over the hits taken: types (20), creators (10) and decades. */
+/** Codes to count, shared by the searches of the process: each fills and sorts them at once. */
+let counting = countingFor(2000);
+
+function countingFor(hits: number) {
+  return { creators: new Int32Array(hits), arts: new Int32Array(hits), decades: new Int32Array(hits) };
+}
+
+function facetsOf(hits: Hits, index: WordIndex): Found['facets'] {
+  if (counting.creators.length < hits.person.ids.length + hits.werk.ids.length) counting = countingFor(hits.person.ids.length + hits.werk.ids.length);
+  const { personen, werke } = index;
+  const persons = hits.person.ids;
+  const works = hits.werk.ids;
+  const creators = counting.creators.subarray(0, persons.length + works.length);
+  const arts = counting.arts.subarray(0, works.length);
+  const decades = counting.decades.subarray(0, works.length);
+  let dated = 0;
+  for (let i = 0; i < persons.length; i++) creators[i] = personen.name.get(persons[i] as number);
+  for (let i = 0; i < works.length; i++) {
+    const id = works[i] as number;
+    creators[persons.length + i] = werke.creator.get(id);
+    arts[i] = werke.art.get(id);
+    const jahr = werke.jahr.get(id);
+    if (jahr !== noYear) decades[dated++] = decadeOf(jahr);
+  }
+  const decadeCounts: FacetValue[] = [];
+  forEachRun(decades.subarray(0, dated), (value, count) => decadeCounts.push({ value: String(value), count }));
+  return {
+    rtype: top(arts, index.werke.arts, 20),
+    // Codes stand for one text each: two persons of one name are one creator.
+    creator: top(creators, index.names, 10),
+    decade: decadeCounts.reverse(),
+  };
+}
+
+/** Each value of codes with how often it comes, in the order of the values (codes is sorted). */
+function forEachRun(codes: Int32Array, fn: (value: number, count: number) => void): void {
+  codes.sort();
+  for (let i = 0; i < codes.length;) {
+    let j = i + 1;
+    while (j < codes.length && codes[j] === codes[i]) j++;
+    fn(codes[i] as number, j - i);
+    i = j;
   }
 }
 
-/** Search statement shapes a process names, each with one name whichever Searcher runs it. */
-const maxNames = 100;
-const names = new Map<string, string>();
-
 /**
- * A name for a search statement, so that each connection parses it once: the usual searches
- * have a few shapes (one word, two …). Past maxNames shapes, the rest go unnamed, so that no
- * client can make the connections keep a statement for every shape there is.
+ * The `limit` values of codes that come most often, then by text (the empty text left out); a
+ * value that comes less often than the last of those is passed by without reading its text.
  */
-function nameOf(text: string): string | undefined {
-  let name = names.get(text);
-  if (name === undefined && names.size < maxNames) {
-    name = `search-${names.size + 1}`;
-    names.set(text, name);
-  }
-  return name;
+function top(codes: Int32Array, texts: Interned, limit: number): FacetValue[] {
+  const best: { code: number; count: number }[] = [];
+  forEachRun(codes, (code, count) => {
+    const last = best[limit - 1];
+    if (last && count < last.count) return;
+    if (texts.text(code) === '') return;
+    let at = best.length;
+    while (at > 0) {
+      const other = best[at - 1] as { code: number; count: number };
+      if (count < other.count || (count === other.count && texts.order(code) > texts.order(other.code))) break;
+      at--;
+    }
+    if (at === limit) return;
+    best.splice(at, 0, { code, count });
+    if (best.length > limit) best.pop();
+  });
+  return best.map(({ code, count }) => ({ value: texts.text(code), count }));
 }
 
-/** Searches of one process that may wait for their turn at once: each holds only its request. */
-const maxWaiting = 1000;
-
-function busy(message: string, cause?: unknown): HttpError {
-  return new HttpError(503, message, { headers: { 'Retry-After': '2' }, cause });
-}
-
-interface Row {
-  personen: number;
-  werke: number;
-  rtype: unknown;
-  creator: unknown;
-  decade: unknown;
-  page: unknown;
-}
-
-/** json columns arrive parsed from node-postgres and PGlite alike; text only if a driver leaves them so. */
-function parseJson<T>(value: unknown): T {
-  return (typeof value === 'string' ? JSON.parse(value) : value) as T;
-}
-
-/**
- * The hit's person as p, for the order by author: looked up row by row (OFFSET 0 keeps it so),
- * where a plan kept for every search would hash the whole person table.
- */
-const authorOf = 'CROSS JOIN LATERAL (SELECT p.vorname, p.nachname FROM person p WHERE p.id = h.person_id OFFSET 0) p';
-
-/** A total order in each: ties go to persons, then the lower id, so pages never overlap. */
-const orderBy: Record<Sort, string> = {
-  rank: 'h.score DESC, h.typ COLLATE "C", h.id',
-  title: 'h.sort_title COLLATE "C", h.typ COLLATE "C", h.id',
-  author: `search_fold(p.nachname || ' ' || p.vorname) COLLATE "C", h.typ COLLATE "C", h.sort_title COLLATE "C", h.id`,
-  date_d: 'h.jahr DESC NULLS LAST, h.score DESC, h.typ COLLATE "C", h.id',
-  date_a: 'h.jahr ASC NULLS LAST, h.score DESC, h.typ COLLATE "C", h.id',
-};
-
-/**
- * The rows of a kind a query finds, as a FROM clause. The index has each row's lexemes in the
- * block of 65,536 ids it is in (sql/010_search_index.sql): the blocks are probed in order, and
- * the LIMIT above stops that as soon as it has its rows. A frequent word's first block is a
- * few thousand entries, where its whole entry was tens of thousands, read before any LIMIT.
- */
-export function rowsFound(table: 'person' | 'werk', alias: string, query: KindQuery): string {
-  if (query.probe === null) return `${table} ${alias} WHERE ${query.where}`;
-  return `generate_series((SELECT min(id) FROM ${table}) >> 16, (SELECT max(id) FROM ${table}) >> 16) AS b(n)
-          CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias}
-                               WHERE search_blocked(${alias}.suche, ${alias}.id) @@ search_block(${query.probe}, b.n)
-                                 AND ${query.where}) ${alias}`;
-}
-
-/** A kind's query narrowed by the facets. */
-function withFacets(query: KindQuery | null, kind: 'person' | 'werk', facets: readonly FacetFilter[], params: Params): KindQuery | null {
-  if (!query) return null;
-  const conditions: string[] = [];
+/** A kind's rows narrowed by the facets: values of one facet widen, facets together narrow. */
+function withFacets(rows: Query, kind: Kind, facets: readonly FacetFilter[], index: WordIndex): Query {
+  const parts: Query[] = [rows];
   for (const name of facetNames) {
+    if (kind === 'person' && name !== 'creator') continue;
     const includes = facets.filter((f) => f.name === name && f.mode === 'include');
     const excludes = facets.filter((f) => f.name === name && f.mode === 'exclude');
-    if (kind === 'person' && name !== 'creator') continue;
-    const test = (f: FacetFilter) => facetTest(kind, f, params);
-    // Values of one facet widen the hits (this type or that); facets together narrow them.
-    if (includes.length > 0) conditions.push(`(${includes.map(test).join(' OR ')})`);
-    for (const f of excludes) conditions.push(`NOT ${test(f)}`);
+    if (includes.length > 0) parts.push({ t: 'sets', sets: includes.flatMap((f) => facetSets(kind, f, index)) });
+    for (const f of excludes) parts.push({ t: 'not', part: { t: 'sets', sets: facetSets(kind, f, index) } });
   }
-  return conditions.length === 0 ? query : { ...query, where: `${query.where} AND ${conditions.join(' AND ')}` };
+  return parts.length === 1 ? rows : { t: 'and', parts };
 }
 
-function facetTest(kind: 'person' | 'werk', facet: FacetFilter, params: Params): string {
-  const value = params.add(facet.value);
+function facetSets(kind: Kind, facet: FacetFilter, index: WordIndex): IdSet[] {
+  const { personen, werke, names } = index;
+  let set: IdSet | undefined;
   switch (facet.name) {
-    case 'rtype': return `w.art = ${value}`;
-    case 'decade': return `coalesce(w.jahr >= ${value}::int AND w.jahr < ${value}::int + 10, false)`;
-    case 'creator': return kind === 'person'
-      ? `(p.vorname || ' ' || p.nachname = ${value})`
-      : `w.urheber = ${value}`;
+    case 'rtype': {
+      const code = werke.arts.find(facet.value);
+      set = code === undefined ? undefined : werke.byArt.of(code);
+      break;
+    }
+    case 'decade': set = werke.byDecade.of(Number(facet.value)); break;
+    case 'creator': {
+      const code = names.find(facet.value);
+      set = code === undefined ? undefined : kind === 'person' ? personen.byName.of(code) : werke.byCreator.of(code);
+      break;
+    }
   }
+  return set ? [set] : [];
 }
 
 /** The folded words the HTML list marks: the query's words, their stems and the words they stood for. */

@@ -1,0 +1,190 @@
+// Takes the rows a plan finds (plan.ts), in the order of their ids, block by block of the word
+// index: a block's sets are combined word by word into a bitmap of its rows, and the search
+// stops after the block that gives it enough. Rows that a check must pass are checked in that
+// order, and at most maxChecked of them, so that no search costs more than that.
+import type { IdSet } from './id-set.ts';
+import { blockBits, blockWords, idsOf } from './id-set.ts';
+import type { Plan, Query, TextSource } from './plan.ts';
+
+/** A work's folded description (suche_text) and whether it has one, read for the checks. */
+export type Descriptions = Map<number, { text: string; described: boolean }>;
+
+export interface Taken {
+  ids: number[];
+  /** Whether the checks stopped at maxChecked before the rows ran out or limit were taken. */
+  stopped: boolean;
+  descriptions: Descriptions | null;
+}
+
+export interface TakeOptions {
+  /** How many rows to take. */
+  limit: number;
+  /** Rows that a check may read at most. */
+  maxChecked: number;
+  texts: (descriptions: Descriptions | null) => TextSource;
+  describe: (ids: number[]) => Promise<Descriptions>;
+}
+
+/** Rows whose descriptions are read in one statement. */
+const describeChunk = 1000;
+
+export async function takeRows(plan: Plan, rows: IdSet, options: TakeOptions): Promise<Taken> {
+  const { limit } = options;
+  const ids: number[] = [];
+  const combine = combiner.over(rows);
+  const words = shared.words;
+  const descriptions: Descriptions | null = plan.description ? new Map() : null;
+  const texts = options.texts(descriptions);
+  let checked = 0;
+  for (let b = 0; b < rows.blockCount && ids.length < limit; b++) {
+    if (!combine.mayHave(plan.rows, b)) continue;
+    combine.into(plan.rows, b, words);
+    if (!plan.check) {
+      ids.push(...idsOf(b, words, limit - ids.length));
+      continue;
+    }
+    const candidates = idsOf(b, words, Infinity);
+    for (let at = 0; at < candidates.length && ids.length < limit; at += describeChunk) {
+      if (checked >= options.maxChecked) return { ids, stopped: true, descriptions };
+      const chunk = candidates.slice(at, Math.min(at + describeChunk, at + options.maxChecked - checked));
+      if (descriptions) for (const [id, description] of await options.describe(chunk)) descriptions.set(id, description);
+      for (const id of chunk) {
+        checked++;
+        if (plan.check(id, texts)) {
+          ids.push(id);
+          if (ids.length === limit) break;
+        }
+      }
+    }
+  }
+  return { ids, stopped: false, descriptions };
+}
+
+/** Rows of a block from which a word's levels are read as bitmaps rather than asked row by row. */
+const bitmapRows = 256;
+
+/**
+ * The rank of each row of ids (in the order of their ids): the sum of its atoms' scores. Where a
+ * block has many of the rows, a word's levels are combined into a bitmap of the block once and
+ * each row's bit read; where it has few, each row is looked for in the level's sets.
+ */
+export function scoreRows(plan: Plan, ids: readonly number[], texts: TextSource): number[] {
+  const scores = new Array<number>(ids.length).fill(0);
+  const bits = shared.bits;
+  if (shared.open.length < ids.length) shared.open = new Uint8Array(ids.length);
+  const open = shared.open;
+  for (let start = 0; start < ids.length;) {
+    const b = (ids[start] as number) >>> blockBits;
+    let end = start;
+    while (end < ids.length && (ids[end] as number) >>> blockBits === b) end++;
+    for (const score of plan.scores) {
+      if ('texts' in score) {
+        for (let i = start; i < end; i++) scores[i]! += score.texts(ids[i] as number, texts);
+        continue;
+      }
+      if (end - start < bitmapRows) {
+        for (let i = start; i < end; i++) scores[i]! += levelOf(score.levels, ids[i] as number);
+        continue;
+      }
+      open.fill(1, start, end);
+      let left = end - start;
+      for (const level of score.levels) {
+        if (!level.sets.some((set) => set.hasBlock(b))) continue;
+        bits.fill(0);
+        for (const set of level.sets) set.orInto(b, bits);
+        for (let i = start; i < end; i++) {
+          const low = (ids[i] as number) & lowMask;
+          if (open[i] === 0 || (bits[low >>> 5]! & (1 << (low & 31))) === 0) continue;
+          scores[i]! += level.tier;
+          open[i] = 0;
+          left--;
+        }
+        if (left === 0) break;
+      }
+    }
+    start = end;
+  }
+  return scores;
+}
+
+const lowMask = (1 << blockBits) - 1;
+
+/** The tier of the first level whose sets have id, or 0. */
+function levelOf(levels: readonly { sets: IdSet[]; tier: number }[], id: number): number {
+  for (const level of levels) {
+    for (const set of level.sets) if (set.has(id)) return level.tier;
+  }
+  return 0;
+}
+
+/**
+ * Bitmaps of one block that every search of the process uses in turn: a search fills and reads
+ * them without awaiting anything in between, and each would otherwise allocate them anew (8 KB
+ * each, outside the heap, which makes the garbage collector run more often).
+ */
+const shared = { words: new Uint32Array(blockWords), bits: new Uint32Array(blockWords), open: new Uint8Array(0) };
+
+/** Evaluates a set query for one block into a bitmap, with a bitmap of scratch space per level. */
+class Combiner {
+  private readonly scratch: Uint32Array[] = [];
+  private rows!: IdSet;
+
+  /** The combiner for a kind's rows (its scratch space is shared). */
+  over(rows: IdSet): this {
+    this.rows = rows;
+    return this;
+  }
+
+  /** Whether block b may have rows of the query: false when a set that must be there has none in it. */
+  mayHave(query: Query, b: number): boolean {
+    switch (query.t) {
+      case 'all': case 'not': return this.rows.hasBlock(b);
+      case 'sets': return query.sets.some((s) => s.hasBlock(b));
+      case 'and': return query.parts.every((p) => this.mayHave(p, b));
+      case 'or': return query.parts.some((p) => this.mayHave(p, b));
+    }
+  }
+
+  into(query: Query, b: number, out: Uint32Array, depth = 0): void {
+    switch (query.t) {
+      case 'all':
+        out.fill(0);
+        this.rows.orInto(b, out);
+        return;
+      case 'sets':
+        out.fill(0);
+        for (const set of query.sets) set.orInto(b, out);
+        return;
+      case 'not': {
+        const part = this.buffer(depth);
+        this.into(query.part, b, part, depth + 1);
+        out.fill(0);
+        this.rows.orInto(b, out);
+        for (let i = 0; i < blockWords; i++) out[i]! &= ~part[i]!;
+        return;
+      }
+      case 'and': case 'or': {
+        const [first, ...rest] = query.parts as [Query, ...Query[]];
+        this.into(first, b, out, depth + 1);
+        for (const part of rest) {
+          const bits = this.buffer(depth);
+          if (query.t === 'and' && part.t === 'sets' && part.sets.length === 1) {
+            (part.sets[0] as IdSet).andInto(b, out, bits);
+            continue;
+          }
+          this.into(part, b, bits, depth + 1);
+          if (query.t === 'and') for (let i = 0; i < blockWords; i++) out[i]! &= bits[i]!;
+          else for (let i = 0; i < blockWords; i++) out[i]! |= bits[i]!;
+        }
+      }
+    }
+  }
+
+  private buffer(depth: number): Uint32Array {
+    let buffer = this.scratch[depth];
+    if (!buffer) this.scratch[depth] = buffer = new Uint32Array(blockWords);
+    return buffer;
+  }
+}
+
+const combiner = new Combiner();

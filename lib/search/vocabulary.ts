@@ -1,0 +1,134 @@
+// Every word the index has seen (search_word, sql/009_search_words.sql) with its German stem, kept
+// in the process: the words a compound part is part of (schicht → nachtschicht), that a wildcard
+// stands for (nacht* → nachts) or that a begins_with's last word begins are looked up here, in a
+// sorted list for beginnings and by trigrams for parts, and come shortest first (docs/interface.md,
+// Search).
+
+/** What the index knows of a query word: its stem (null for a stop word) and the words it stands for. */
+export interface WordInfo {
+  stem: string | null;
+  /** Words of the index containing it (compound parts) or matching its wildcards, shortest first. */
+  expansions: string[];
+  /** True when there were more expansions than were taken. */
+  more: boolean;
+}
+
+/** Which other words a query word stands for: those it begins, those it is part of, those its wildcards match. */
+export type Expansion = { kind: 'begins' | 'part'; word: string } | { kind: 'wildcard'; word: string };
+
+export class Vocabulary {
+  /** Each word's stem; null for a stop word, which to_tsvector leaves out. */
+  private readonly stems = new Map<string, string | null>();
+  private sorted: string[] = [];
+  private unsorted: string[] = [];
+  private readonly trigrams = new Map<string, string[]>();
+
+  get size(): number {
+    return this.stems.size;
+  }
+
+  has(word: string): boolean {
+    return this.stems.has(word);
+  }
+
+  /** The stem of a word of the vocabulary (null for a stop word); undefined for another word. */
+  stemOf(word: string): string | null | undefined {
+    return this.stems.get(word);
+  }
+
+  add(word: string, stem: string | null): void {
+    if (this.stems.has(word)) return;
+    this.stems.set(word, stem);
+    this.unsorted.push(word);
+    for (const trigram of trigramsOf(word)) {
+      let words = this.trigrams.get(trigram);
+      if (!words) this.trigrams.set(trigram, (words = []));
+      words.push(word);
+    }
+  }
+
+  /**
+   * The words of the vocabulary a query word stands for, shortest first and then bytewise, at
+   * most limit (more: whether there were others). A compound part stands for no word of its own
+   * stem (kalter for kalte: the stem finds those) and for no stop word, and a stop word is part
+   * of nothing (der in Wanderer).
+   */
+  expand(expansion: Expansion, stem: string | null, limit: number): { words: string[]; more: boolean } {
+    const { word } = expansion;
+    let candidates: Iterable<string>;
+    let test: (candidate: string) => boolean;
+    if (expansion.kind === 'part') {
+      if (stem === null) return { words: [], more: false };
+      candidates = this.withTrigrams(word);
+      test = (candidate) => candidate !== word && candidate.includes(word) && isPart(this.stems.get(candidate), stem);
+    } else if (expansion.kind === 'begins') {
+      candidates = this.beginningWith(word);
+      test = (candidate) => candidate !== word;
+    } else {
+      const pattern = new RegExp(`^${word.replace(/\*+/g, '.*').replace(/\?/g, '.')}$`);
+      candidates = this.beginningWith(/^[^*?]*/.exec(word)?.[0] ?? '');
+      test = (candidate) => pattern.test(candidate);
+    }
+    const found: string[] = [];
+    for (const candidate of candidates) if (test(candidate)) found.push(candidate);
+    found.sort(shortestFirst);
+    return { words: found.slice(0, limit), more: found.length > limit };
+  }
+
+  /** The words that begin with start, from the sorted list. */
+  private beginningWith(start: string): string[] {
+    const sorted = this.sortedWords();
+    let low = 0;
+    let high = sorted.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if ((sorted[middle] as string) < start) low = middle + 1;
+      else high = middle;
+    }
+    const words: string[] = [];
+    for (let i = low; i < sorted.length && (sorted[i] as string).startsWith(start); i++) words.push(sorted[i] as string);
+    return words;
+  }
+
+  /** The words having every trigram of part: those of its rarest trigram. */
+  private withTrigrams(part: string): string[] {
+    let rarest: string[] | undefined;
+    for (const trigram of trigramsOf(part)) {
+      const words = this.trigrams.get(trigram);
+      if (!words) return [];
+      if (!rarest || words.length < rarest.length) rarest = words;
+    }
+    return rarest ?? [];
+  }
+
+  /** Words added since the last look-up go into the sorted list then, merged in one pass. */
+  private sortedWords(): string[] {
+    if (this.unsorted.length > 0) {
+      const added = this.unsorted.sort();
+      const merged: string[] = [];
+      let i = 0;
+      let j = 0;
+      while (i < this.sorted.length || j < added.length) {
+        if (j === added.length || (i < this.sorted.length && (this.sorted[i] as string) < (added[j] as string))) merged.push(this.sorted[i++] as string);
+        else merged.push(added[j++] as string);
+      }
+      this.sorted = merged;
+      this.unsorted = [];
+    }
+    return this.sorted;
+  }
+}
+
+function isPart(candidateStem: string | null | undefined, stem: string): boolean {
+  return candidateStem !== null && candidateStem !== undefined && candidateStem !== stem;
+}
+
+function shortestFirst(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+function trigramsOf(word: string): Set<string> {
+  const trigrams = new Set<string>();
+  for (let i = 0; i + 3 <= word.length; i++) trigrams.add(word.slice(i, i + 3));
+  return trigrams;
+}

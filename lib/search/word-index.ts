@@ -1,0 +1,226 @@
+// The word index a process searches (docs/performance.md, Search): for persons and for works, the
+// ids of the rows having each lexeme of their tsvector (sql/009_search_words.sql: t:haus, ts:haus,
+// c:muller …), what ranking, sorting and facets need of each row, and the ids of each type,
+// decade and creator. lib/search/sync.ts fills it from PostgreSQL and keeps it current.
+import { Column, Field, Texts } from './columns.ts';
+import { IdSet } from './id-set.ts';
+import { Vocabulary } from './vocabulary.ts';
+
+/** A person as the index takes it from the database. */
+export interface PersonRow {
+  id: number;
+  /** vorname nachname, as pages and the creator facet show it. */
+  name: string;
+  /** The name folded (person.suche_name): what creator phrases are checked on and title order sorts by. */
+  folded: string;
+  /** search_fold(nachname vorname): the order by author. */
+  author: string;
+  /** The row's lexemes, separated by spaces. */
+  lexemes: string;
+}
+
+/** A work as the index takes it from the database. */
+export interface WerkRow {
+  id: number;
+  person_id: number;
+  /** The creator's name as the work carries it (werk.urheber). */
+  urheber: string;
+  art: string;
+  jahr: number | null;
+  /** The title folded (werk.suche_titel). */
+  titel: string;
+  lexemes: string;
+}
+
+/** Numbers for strings that many rows share (types, names): a row keeps a number. */
+export class Interned {
+  private readonly codes = new Map<string, number>();
+  private readonly texts: string[] = [];
+  private readonly orders = new Map<number, string>();
+
+  code(text: string): number {
+    let code = this.codes.get(text);
+    if (code === undefined) {
+      code = this.texts.length;
+      this.codes.set(text, code);
+      this.texts.push(text);
+    }
+    return code;
+  }
+
+  text(code: number): string {
+    return this.texts[code] ?? '';
+  }
+
+  find(text: string): number | undefined {
+    return this.codes.get(text);
+  }
+
+  /**
+   * The text of code as a string that `<` orders as PostgreSQL's C collation does (by UTF-8
+   * bytes, which is by code point): its UTF-8 bytes, one character each. JavaScript compares
+   * UTF-16 units, which put a character beyond U+FFFF before one from U+E000.
+   */
+  order(code: number): string {
+    let order = this.orders.get(code);
+    if (order === undefined) this.orders.set(code, (order = Buffer.from(this.text(code), 'utf8').toString('latin1')));
+    return order;
+  }
+}
+
+/** The rows of one kind and the ids of each lexeme. */
+export class Lexemes {
+  readonly rows = new IdSet();
+  private readonly sets = new Map<string, IdSet>();
+
+  /** The rows having lexeme; undefined when none has. */
+  of(lexeme: string): IdSet | undefined {
+    return this.sets.get(lexeme);
+  }
+
+  get count(): number {
+    return this.sets.size;
+  }
+
+  add(id: number, lexemes: string): void {
+    this.rows.add(id);
+    for (const lexeme of split(lexemes)) {
+      let set = this.sets.get(lexeme);
+      if (!set) this.sets.set(lexeme, (set = new IdSet()));
+      set.add(id);
+    }
+  }
+
+  /** Drops id from the lexemes of old that are not in now. */
+  drop(id: number, old: readonly string[], now: string): void {
+    const kept = new Set(split(now));
+    for (const lexeme of old) {
+      if (kept.has(lexeme)) continue;
+      const set = this.sets.get(lexeme);
+      if (!set) continue;
+      set.delete(id);
+      if (set.size === 0) this.sets.delete(lexeme);
+    }
+  }
+}
+
+/** Sets of ids by a key (a type, a decade, a creator), for the facets' filters. */
+class Groups<K> {
+  private readonly sets = new Map<K, IdSet>();
+
+  of(key: K): IdSet | undefined {
+    return this.sets.get(key);
+  }
+
+  add(key: K, id: number): void {
+    let set = this.sets.get(key);
+    if (!set) this.sets.set(key, (set = new IdSet()));
+    set.add(id);
+  }
+
+  delete(key: K, id: number): void {
+    const set = this.sets.get(key);
+    if (!set) return;
+    set.delete(id);
+    if (set.size === 0) this.sets.delete(key);
+  }
+}
+
+/** jahr of a work without one. */
+export const noYear = -0x80000000;
+
+/** The decade a year is in: -5 is in -10, 1995 in 1990. */
+export function decadeOf(jahr: number): number {
+  return jahr - (((jahr % 10) + 10) % 10);
+}
+
+export class Personen {
+  readonly lexemes = new Lexemes();
+  /** Each person's name as a code of WordIndex.names. */
+  readonly name = new Column(-1);
+  readonly folded = new Texts();
+  readonly author = new Texts();
+  readonly byName = new Groups<number>();
+
+  constructor(private readonly names: Interned) {}
+
+  put(row: PersonRow, old: readonly string[]): void {
+    this.remove(row.id, old, row.lexemes);
+    const name = this.names.code(row.name);
+    this.name.set(row.id, name);
+    this.byName.add(name, row.id);
+    this.folded.set(row.id, row.folded);
+    this.author.set(row.id, row.author);
+    this.lexemes.add(row.id, row.lexemes);
+  }
+
+  /** Takes a person out; old: the lexemes it may have had, now: those it keeps (put again). */
+  remove(id: number, old: readonly string[], now = ''): void {
+    if (!this.lexemes.rows.has(id)) return;
+    this.lexemes.drop(id, old, now);
+    this.lexemes.rows.delete(id);
+    this.byName.delete(this.name.get(id), id);
+    this.name.set(id, -1);
+    this.folded.delete(id);
+    this.author.delete(id);
+  }
+}
+
+export class Werke {
+  readonly lexemes = new Lexemes();
+  /** What ranking, facets and sorting read of each hit, side by side. */
+  private readonly facts = new Column(-1, 4);
+  readonly person = new Field(this.facts, 0);
+  /** The creator's name as a code of WordIndex.names. */
+  readonly creator = new Field(this.facts, 1);
+  /** The type as a code of arts. */
+  readonly art = new Field(this.facts, 2);
+  /** The year, noYear for a work without one. */
+  readonly jahr = new Field(this.facts, 3);
+  readonly titel = new Texts();
+  readonly arts = new Interned();
+  readonly byArt = new Groups<number>();
+  readonly byDecade = new Groups<number>();
+  readonly byCreator = new Groups<number>();
+
+  constructor(private readonly names: Interned) {}
+
+  put(row: WerkRow, old: readonly string[]): void {
+    this.remove(row.id, old, row.lexemes);
+    const art = this.arts.code(row.art);
+    const creator = this.names.code(row.urheber);
+    this.person.set(row.id, row.person_id);
+    this.creator.set(row.id, creator);
+    this.art.set(row.id, art);
+    this.jahr.set(row.id, row.jahr ?? noYear);
+    this.titel.set(row.id, row.titel);
+    this.byArt.add(art, row.id);
+    this.byCreator.add(creator, row.id);
+    if (row.jahr !== null) this.byDecade.add(decadeOf(row.jahr), row.id);
+    this.lexemes.add(row.id, row.lexemes);
+  }
+
+  remove(id: number, old: readonly string[], now = ''): void {
+    if (!this.lexemes.rows.has(id)) return;
+    this.lexemes.drop(id, old, now);
+    this.lexemes.rows.delete(id);
+    this.byArt.delete(this.art.get(id), id);
+    this.byCreator.delete(this.creator.get(id), id);
+    const jahr = this.jahr.get(id);
+    if (jahr !== noYear) this.byDecade.delete(decadeOf(jahr), id);
+    this.titel.delete(id);
+  }
+}
+
+/** Everything a search reads, for one state of the database. */
+export class WordIndex {
+  /** Names of persons and creators of works. */
+  readonly names = new Interned();
+  readonly personen = new Personen(this.names);
+  readonly werke = new Werke(this.names);
+  readonly vocabulary = new Vocabulary();
+}
+
+function split(lexemes: string): string[] {
+  return lexemes === '' ? [] : lexemes.split(' ');
+}
