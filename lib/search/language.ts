@@ -178,6 +178,11 @@ function atomsOf(type: 'word' | 'phrase', text: string, negated: boolean, signed
   return [{ kind: 'word', words: [word], raw: text, negated }];
 }
 
+/** The lines' terms as a message quotes them: "hafen", "der die". */
+export function quoteTerms(lines: readonly ParsedLine[]): string {
+  return lines.map((l) => `"${clip(l.condition.term, 40)}"`).join(', ');
+}
+
 /** Every line's atoms, within the bound on how many a search may have. */
 export function parseLines(conditions: readonly Condition[]): ParsedLine[] {
   const lines = conditions.map(parseLine);

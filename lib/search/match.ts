@@ -60,13 +60,10 @@ export async function takeRows(plan: Plan, rows: IdSet, options: TakeOptions): P
   return { ids, stopped: false, descriptions };
 }
 
-/** Rows of a block from which a word's levels are read as bitmaps rather than asked row by row. */
-const bitmapRows = 256;
-
 /**
- * The rank of each row of ids (in the order of their ids): the sum of its atoms' scores. Where a
- * block has many of the rows, a word's levels are combined into a bitmap of the block once and
- * each row's bit read; where it has few, each row is looked for in the level's sets.
+ * The rank of each row of ids (in the order of their ids): the sum of its atoms' scores. A word's
+ * levels are combined into a bitmap of a block once and each row's bit read, or each row is looked
+ * for in the levels' sets, whichever costs less: rows times sets against a bitmap per level.
  */
 export function scoreRows(plan: Plan, ids: readonly number[], texts: TextSource): number[] {
   const scores = new Array<number>(ids.length).fill(0);
@@ -82,7 +79,8 @@ export function scoreRows(plan: Plan, ids: readonly number[], texts: TextSource)
         for (let i = start; i < end; i++) scores[i]! += score.texts(ids[i] as number, texts);
         continue;
       }
-      if (end - start < bitmapRows) {
+      const sets = score.levels.reduce((n, level) => n + level.sets.length, 0);
+      if ((end - start) * sets * 8 < score.levels.length * blockWords) {
         for (let i = start; i < end; i++) scores[i]! += levelOf(score.levels, ids[i] as number);
         continue;
       }

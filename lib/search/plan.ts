@@ -3,10 +3,10 @@
 // rows from those lexemes, and where the lexemes cannot tell (phrases, begins_with) a check on
 // the row's folded text. A plan gives the rows a search may find as a set query, taken block by
 // block (lib/search/match.ts), the check each of them must pass when there is one, and the score.
-import { clip, HttpError } from '../http/index.ts';
+import { HttpError } from '../http/index.ts';
 import type { IdSet } from './id-set.ts';
 import type { Atom, Field, ParsedLine } from './language.ts';
-import { fold } from './language.ts';
+import { fold, quoteTerms } from './language.ts';
 import type { Expansion, WordInfo } from './vocabulary.ts';
 import type { WordIndex } from './word-index.ts';
 import { noYear } from './word-index.ts';
@@ -348,8 +348,7 @@ export function kindPlan(lines: readonly ParsedLine[], kind: Kind, words: Map<st
   const node = queryNode(lines, ctx);
   if (node.t === 'const' && !node.value) return null;
   if (!hasPositive(node)) {
-    const terms = lines.map((l) => `"${clip(l.condition.term, 40)}"`).join(', ');
-    throw new HttpError(400, `The search ${terms} has no word that must be there: add one outside NOT, and do not OR a NOT with a word.`);
+    throw new HttpError(400, `The search ${quoteTerms(lines)} has no word that must be there: add one outside NOT, and do not OR a NOT with a word.`);
   }
   const rows = rowsOf(node);
   const all = kind === 'person' ? index.personen.lexemes.rows : index.werke.lexemes.rows;

@@ -8,7 +8,7 @@
 import type { Db } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
 import type { Condition, ParsedLine } from './language.ts';
-import { maxTermLength } from './language.ts';
+import { maxTermLength, quoteTerms } from './language.ts';
 import type { Descriptions } from './match.ts';
 import { scoreRows, takeRows } from './match.ts';
 import type { IdSet } from './id-set.ts';
@@ -185,6 +185,9 @@ export class Searcher {
         texts: (descriptions) => textsOf(plan.kind, index, descriptions),
         describe: (ids) => this.describe(ids),
       });
+      if (taken.stopped && taken.ids.length === 0) {
+        throw new HttpError(400, `The search ${quoteTerms(spec.lines)} checked the first ${checksPerHit * cap} rows that have its words for its phrases, exact or begins_with, and none matched: its words are in most rows. Add a rarer word outside the quotes, or a facet.`);
+      }
       if (taken.ids.length > cap || taken.stopped) found.exact = false;
       const ids = taken.ids.slice(0, cap);
       hits[plan.kind] = { ids, scores: scoreRows(plan, ids, textsOf(plan.kind, index, taken.descriptions)) };

@@ -50,11 +50,26 @@ export class IndexSync {
   async start(): Promise<void> {
     await this.step(true);
     this.timers.push(setInterval(() => this.step().catch((err: unknown) => this.options.onError(`search index: ${(err as Error).message}`)), followMs).unref());
-    this.timers.push(setInterval(() => prune(this.db).catch((err: unknown) => this.options.onError(`search index: deleting old change notes failed: ${(err as Error).message}`)), pruneMs).unref());
+    this.timers.push(setInterval(() => this.prune().catch((err: unknown) => this.options.onError(`search index: deleting old change notes failed: ${(err as Error).message}`)), pruneMs).unref());
   }
 
   close(): void {
     for (const timer of this.timers) clearInterval(timer);
+  }
+
+  /**
+   * Deletes the change notes older than keepChangesMs and remembers the highest transaction they
+   * came from; notes another process is deleting at the same time are left to it.
+   */
+  async prune(): Promise<void> {
+    await this.db.query(
+      `WITH gone AS (
+              DELETE FROM search_change WHERE ctid IN (
+                SELECT ctid FROM search_change WHERE at < now() - make_interval(secs => $1) FOR UPDATE SKIP LOCKED)
+              RETURNING xid)
+       UPDATE search_change_pruned SET xid = greatest(xid, (SELECT max(xid) FROM gone)) WHERE EXISTS (SELECT 1 FROM gone)`,
+      [keepChangesMs / 1000],
+    );
   }
 
   /**
@@ -108,20 +123,20 @@ export class IndexSync {
   }
 }
 
-/** Every person, work and word, in chunks by id. */
+/** Every person, work and word, in chunks by id; the next chunk is on its way while one is taken in. */
 async function load(db: Db, index: WordIndex): Promise<void> {
-  for (let last = 0; ;) {
-    const rows = await db.query<PersonRow>(`SELECT ${personColumns} FROM person p WHERE p.id > $1 ORDER BY p.id LIMIT $2`, [last, loadChunk], { name: 'search-load-personen' });
-    for (const row of rows) index.personen.put(row, []);
-    if (rows.length < loadChunk) break;
-    last = (rows[rows.length - 1] as PersonRow).id;
-  }
-  for (let last = 0; ;) {
-    const rows = await db.query<WerkRow>(`SELECT ${werkColumns} FROM werk w WHERE w.id > $1 ORDER BY w.id LIMIT $2`, [last, loadChunk], { name: 'search-load-werke' });
-    for (const row of rows) index.werke.put(row, []);
-    if (rows.length < loadChunk) break;
-    last = (rows[rows.length - 1] as WerkRow).id;
-  }
+  const chunks = async <R extends { id: number }>(name: string, text: string, take: (row: R) => void) => {
+    const read = (after: number) => db.query<R>(text, [after, loadChunk], { name });
+    for (let rows = await read(0); rows.length > 0;) {
+      const next = rows.length === loadChunk ? read((rows[rows.length - 1] as R).id) : null;
+      // Awaited below; until then a failure must not count as unhandled.
+      next?.catch(() => undefined);
+      for (const row of rows) take(row);
+      rows = next ? await next : [];
+    }
+  };
+  await chunks<PersonRow>('search-load-personen', `SELECT ${personColumns} FROM person p WHERE p.id > $1 ORDER BY p.id LIMIT $2`, (row) => index.personen.put(row, []));
+  await chunks<WerkRow>('search-load-werke', `SELECT ${werkColumns} FROM werk w WHERE w.id > $1 ORDER BY w.id LIMIT $2`, (row) => index.werke.put(row, []));
   const words = await db.query<{ word: string; stem: string | null }>('SELECT word, stem FROM search_word');
   for (const { word, stem } of words) index.vocabulary.add(word, stem);
 }
@@ -178,19 +193,4 @@ function apply(index: WordIndex, caught: CatchUp): void {
 /** json columns arrive parsed from node-postgres and PGlite alike; null when there is nothing. */
 function parsed<T>(value: unknown): T[] {
   return ((typeof value === 'string' ? JSON.parse(value) : value) ?? []) as T[];
-}
-
-/**
- * Deletes the change notes older than keepChangesMs and remembers the highest transaction they
- * came from; notes another process is deleting at the same time are left to it.
- */
-async function prune(db: Db): Promise<void> {
-  await db.query(
-    `WITH gone AS (
-            DELETE FROM search_change WHERE ctid IN (
-              SELECT ctid FROM search_change WHERE at < now() - make_interval(secs => $1) FOR UPDATE SKIP LOCKED)
-            RETURNING xid)
-     UPDATE search_change_pruned SET xid = greatest(xid, (SELECT max(xid) FROM gone)) WHERE EXISTS (SELECT 1 FROM gone)`,
-    [keepChangesMs / 1000],
-  );
 }

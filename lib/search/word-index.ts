@@ -82,6 +82,11 @@ export class Lexemes {
     return this.sets.size;
   }
 
+  /** Each lexeme with its rows. */
+  entries(): IterableIterator<[string, IdSet]> {
+    return this.sets.entries();
+  }
+
   add(id: number, lexemes: string): void {
     this.rows.add(id);
     for (const lexeme of split(lexemes)) {

@@ -1,0 +1,126 @@
+// A process's word index follows the database (lib/search/sync.ts, sql/012_search_changes.sql):
+// after any changes it holds what an index read anew holds, it sees a transaction that committed
+// after it last read, and it reads everything again when notes it had not read were deleted.
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { createRandom } from '../../bin/lib/sample-data.ts';
+import type { Db } from '../../lib/db/index.ts';
+import { DataVersion, migrate } from '../../lib/db/index.ts';
+import { loadDemoData } from '../../lib/db/migrate.ts';
+import { IndexSync } from '../../lib/search/sync.ts';
+import type { WordIndex } from '../../lib/search/word-index.ts';
+import type { TestDb } from '../helpers.ts';
+import { backend, openTestDb, root } from '../helpers.ts';
+
+let testDb: TestDb;
+let db: Db;
+let version: DataVersion;
+const syncs: IndexSync[] = [];
+
+async function follow(): Promise<IndexSync> {
+  const sync = new IndexSync(db, { onError: (message) => assert.fail(message) });
+  await sync.start();
+  syncs.push(sync);
+  return sync;
+}
+
+const current = async (sync: IndexSync) => sync.current(await version.current());
+
+/** What an index holds, as plain values: every lexeme's ids, and each row's fields. */
+function contents(index: WordIndex) {
+  const lexemes = (rows: WordIndex['werke']['lexemes']) => Object.fromEntries([...rows.entries()].map(([lexeme, set]) => [lexeme, [...set.ids()]]).sort());
+  const { personen, werke, names } = index;
+  return {
+    personen: lexemes(personen.lexemes),
+    werke: lexemes(werke.lexemes),
+    persons: [...personen.lexemes.rows.ids()].map((id) => [id, names.text(personen.name.get(id)), personen.folded.get(id), personen.author.get(id)]),
+    works: [...werke.lexemes.rows.ids()].map((id) => [id, werke.person.get(id), names.text(werke.creator.get(id)), werke.arts.text(werke.art.get(id)), werke.jahr.get(id), werke.titel.get(id)]),
+  };
+}
+
+before(async () => {
+  testDb = await openTestDb();
+  db = testDb.db;
+  await migrate(db, path.join(root, 'sql'));
+  await loadDemoData(db, path.join(root, 'sql'));
+  version = new DataVersion(db);
+});
+after(async () => {
+  for (const sync of syncs) sync.close();
+  await testDb.drop();
+});
+
+describe('the word index follows the database', () => {
+  test('after inserts, edits, renames and deletes it holds what an index read anew holds', async () => {
+    const sync = await follow();
+    const random = createRandom(3);
+    const words = ['Hafen', 'Nebel', 'Mühle', 'Straße', 'Leuchtturm', 'Nachtschicht', 'Ölbild', 'Sommerabend'];
+    const word = () => words[Math.floor(random() * words.length)] as string;
+    for (let round = 0; round < 12; round++) {
+      await db.transaction(async (tx) => {
+        const [person] = await tx.query<{ id: number }>(
+          `INSERT INTO person (slug, vorname, nachname, username, image) VALUES ($1, $2, $3, $1, '') RETURNING id`,
+          [`folge-${round}`, word(), `Folge${round}`],
+        );
+        await tx.query(`INSERT INTO werk (person_id, titel, art, jahr, beschreibung) VALUES ($1, $2, $3, $4, $5), ($1, $6, '', NULL, '')`,
+          [person?.id, `${word()} am ${word()}`, word(), 1900 + round, `Mit ${word()} und ${word()}.`, word()]);
+      });
+      const [some] = await db.query<{ id: number }>('SELECT id FROM werk ORDER BY md5(id::text || $1) LIMIT 1', [String(round)]);
+      await db.query(`UPDATE werk SET titel = $2, art = $3, jahr = $4 WHERE id = $1`, [some?.id, `${word()} ${word()}`, round % 3 ? word() : '', round % 2 ? null : -5 + round]);
+      if (round % 3 === 0) await db.query(`UPDATE person SET nachname = $1 WHERE id = (SELECT min(id) FROM person WHERE slug LIKE 'folge-%')`, [`Neu${round}`]);
+      if (round % 4 === 1) await db.query(`DELETE FROM werk WHERE id = (SELECT max(id) FROM werk)`);
+      if (round % 5 === 2) await db.query(`DELETE FROM person WHERE slug = $1`, [`folge-${round - 1}`]);
+      // Caught up now and then, so that notes of several rounds are read at once as well.
+      if (round % 2 === 1) await current(sync);
+    }
+    const followed = contents(await current(sync));
+    const fresh = contents(await current(await follow()));
+    assert.ok(followed.works.length > 20, `${followed.works.length} works`);
+    assert.deepEqual(followed, fresh);
+  });
+
+  test('a transaction that commits after a catch-up read while it ran is read at the next', { skip: backend !== 'postgres' && 'PGlite has one connection: no transaction runs beside a read' }, async () => {
+    const sync = await follow();
+    const client = new pg.Client({ connectionString: testDb.url as string });
+    await client.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(`INSERT INTO werk (person_id, titel) VALUES ((SELECT min(id) FROM person), 'Spätzünder')`);
+      // Another change commits and is read while the first transaction still runs.
+      await db.query(`UPDATE werk SET jahr = jahr WHERE id = (SELECT min(id) FROM werk)`);
+      await current(sync);
+      assert.equal((await current(sync)).werke.lexemes.of('t:spatzunder'), undefined);
+      await client.query('COMMIT');
+      const late = (await current(sync)).werke.lexemes.of('t:spatzunder');
+      assert.equal(late?.size, 1);
+    } finally {
+      await client.end();
+    }
+  });
+
+  test('notes deleted before the index read them make it read everything again', async () => {
+    const sync = await follow();
+    const [added] = await db.query<{ id: number }>(`INSERT INTO werk (person_id, titel) VALUES ((SELECT min(id) FROM person), 'Übersehenes Blatt') RETURNING id`);
+    // Its note ages past the ten minutes and is deleted before this index reads it.
+    await db.query(`UPDATE search_change SET at = now() - interval '1 hour'`);
+    await sync.prune();
+    assert.deepEqual(await db.query('SELECT count(*)::int AS n FROM search_change'), [{ n: 0 }]);
+    const index = await current(sync);
+    assert.deepEqual([...(index.werke.lexemes.of('t:ubersehenes')?.ids() ?? [])], [added?.id]);
+    assert.deepEqual(contents(index), contents(await current(await follow())));
+  });
+
+  test('TRUNCATE and a statement of many rows are read as everything changed', async () => {
+    const sync = await follow();
+    await db.exec('TRUNCATE werk CASCADE');
+    assert.equal((await current(sync)).werke.lexemes.rows.size, 0);
+    // More rows in one statement than are noted one by one (search_many, 10,000).
+    const many = backend === 'postgres' ? 10_001 : 20;
+    await db.query(`INSERT INTO werk (person_id, titel) SELECT (SELECT min(id) FROM person), 'Massenblatt ' || i FROM generate_series(1, $1::int) AS i`, [many]);
+    const notes = await db.query<{ kind: string }>(`SELECT kind FROM search_change WHERE id = 0 OR kind = '*'`);
+    if (backend === 'postgres') assert.ok(notes.some((n) => n.kind === '*'));
+    assert.equal((await current(sync)).werke.lexemes.of('t:massenblatt')?.size, many);
+  });
+});
