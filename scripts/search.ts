@@ -99,7 +99,9 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
       const suggestion = hits.total === 0 ? await req.searcher.suggest(conditions, lines) : null;
       return { ...hits, suggestion };
     });
-    const pathAt = (at: number, filters = settings.filters) => searchPath(conditions, { ...settings, filters }, at);
+    // The fifty-odd links of the page share their start, written once.
+    const start = searchPathStart(conditions, settings);
+    const pathAt = (at: number, filters = settings.filters) => searchPathFrom(start, { ...settings, filters }, at);
     Object.assign(result, {
       total: found.total,
       exact: found.exact,
@@ -115,7 +117,7 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
         decade: found.facets.decade.map((f) => facetView('decade', f, settings.filters, pathAt)),
       },
       applied: settings.filters.map((f, i) => ({ ...f, remove: pathAt(0, settings.filters.filter((_, j) => j !== i)) })),
-      orders: search.sorts.map((sort) => ({ sort, label: sortLabels[sort], path: searchPath(conditions, { ...settings, sort }, 0) })),
+      orders: search.sorts.map((sort) => ({ sort, label: sortLabels[sort], path: searchPathFrom(start, { ...settings, sort }, 0) })),
       suggestion: found.suggestion ? { conditions: found.suggestion, path: searchPath(found.suggestion, settings, 0) } : null,
     });
     Object.assign(result, pageLinks(offset, pageSize, result.total));
@@ -226,14 +228,27 @@ function queryText(conditions: readonly Condition[], i: number): string {
   return `${c.field},${c.match},${c.term}${operator ? `,${operator}` : ''}`;
 }
 
-export function searchPath(conditions: readonly Condition[], settings: Omit<Settings, 'sort' | 'filters' | 'lang'> & Partial<Settings>, offset: number): string {
-  const pairs: [string, string | number][] = conditions.map((c, i) => ['query', queryText(conditions, i)]);
+type PathSettings = Omit<Settings, 'sort' | 'filters' | 'lang'> & Partial<Settings>;
+
+export function searchPath(conditions: readonly Condition[], settings: PathSettings, offset: number): string {
+  return searchPathFrom(searchPathStart(conditions, settings), settings, offset);
+}
+
+/** The start every link of one search shares: its conditions, tab, scope and view. */
+function searchPathStart(conditions: readonly Condition[], settings: PathSettings): string {
+  const pairs: [string, string][] = conditions.map((c, i) => ['query', queryText(conditions, i)]);
   pairs.push(['tab', settings.tab], ['search_scope', settings.scope], ['vid', settings.vid]);
+  return `/search?${buildQuery(pairs)}`;
+}
+
+/** A search's link from its start: order, facets, language and offset. */
+function searchPathFrom(start: string, settings: PathSettings, offset: number): string {
+  const pairs: [string, string | number][] = [];
   if (settings.sort && settings.sort !== 'rank') pairs.push(['sortby', settings.sort]);
   for (const f of settings.filters ?? []) pairs.push(['facet', `${f.name},${f.mode},${f.value}`]);
   if (settings.lang) pairs.push(['lang', settings.lang]);
   if (offset > 0) pairs.push(['offset', offset]);
-  return `/search?${buildQuery(pairs)}`;
+  return pairs.length === 0 ? start : `${start}&${buildQuery(pairs)}`;
 }
 
 // --- Representations -------------------------------------------------------------------

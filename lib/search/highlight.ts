@@ -34,6 +34,9 @@ function matches(word: string, marks: readonly string[]): boolean {
   return marks.some((m) => folded === m || (m.length >= 3 && folded.includes(m)));
 }
 
+/** A word: a run of letters and digits. */
+const words = /[\p{L}\p{N}]+/gu;
+
 export function highlight(text: string, marks: readonly string[]): Piece[] {
   const pieces: Piece[] = [];
   // Words are runs of letters and digits; the rest passes unmarked.
@@ -49,11 +52,16 @@ export function highlight(text: string, marks: readonly string[]): Piece[] {
 
 /** About `length` characters of text around its first marked word, with … where it was cut; null when no word is marked. */
 export function excerpt(text: string, marks: readonly string[], length = 160): Piece[] | null {
-  const pieces = highlight(text, marks);
-  const first = pieces.findIndex((p) => p.mark);
-  if (first === -1) return null;
-  const at = pieces.slice(0, first).reduce((n, p) => n + p.text.length, 0);
-  const after = at + (pieces[first] as Piece).text.length;
+  // The first marked word, read word by word up to it: only the excerpt is taken apart.
+  let at = -1;
+  let after = -1;
+  for (const word of text.matchAll(words)) {
+    if (!matches(word[0], marks)) continue;
+    at = word.index;
+    after = at + word[0].length;
+    break;
+  }
+  if (at === -1) return null;
   // A third before the match, or less where the text ends before the length is filled.
   let start = Math.max(0, Math.min(at - Math.floor(length / 3), text.length - length));
   // Cut at spaces, not inside words, and never past the match.

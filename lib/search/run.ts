@@ -16,7 +16,7 @@ import type { Kind, Plan, Query } from './plan.ts';
 import { kindPlan, lookupKey, lookupsOf, stopWordsOf, textsOf } from './plan.ts';
 import type { SyncOptions } from './sync.ts';
 import { IndexSync } from './sync.ts';
-import { Turns } from './turns.ts';
+import { LoopTurns, Turns } from './turns.ts';
 import type { WordInfo } from './vocabulary.ts';
 import type { Interned, WordIndex } from './word-index.ts';
 import { decadeOf, noYear } from './word-index.ts';
@@ -93,6 +93,7 @@ const maxStems = 10_000;
 export class Searcher {
   private readonly sync: IndexSync;
   private readonly turns: Turns;
+  private readonly loop = new LoopTurns();
   private readonly stems = new Map<string, string | null>();
 
   /** db: the primary, whose changes the index follows and whose rows fill the page. */
@@ -168,6 +169,7 @@ export class Searcher {
   private async find(index: WordIndex, spec: SearchSpec): Promise<Found> {
     const { cap } = this.limits;
     const words = await this.words(index, spec.lines);
+    await this.loop.next();
     const found: Found = { total: 0, exact: true, hits: [], facets: { rtype: [], creator: [], decade: [] }, marks: marksOf(spec.lines, words) };
     // Persons have no type and no year: a facet that asks for one leaves them out.
     const noPersons = spec.scope === 'werke' || spec.facets.some((f) => f.mode === 'include' && f.name !== 'creator');

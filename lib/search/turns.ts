@@ -1,6 +1,7 @@
-// The share of the database's connections searches take (docs/interface.md, Search, Cost): at
-// most `concurrency` of a process's searches use the database at once, the others wait for a
-// turn in the order they came, up to waitMs; a statement stopped by its time-out is 503 as well.
+// The shares searches take (docs/interface.md, Search, Cost): of the database's connections, at
+// most `concurrency` of a process's searches at once, the others waiting for a turn in the order
+// they came, up to waitMs (a statement stopped by its time-out is 503 as well); and of the
+// process's own time, one search's work on the word index per turn of the event loop.
 import { HttpError } from '../http/index.ts';
 
 /** Searches of one process that may wait for their turn at once: each holds only its request. */
@@ -52,4 +53,32 @@ export class Turns {
 
 export function busy(message: string, cause?: unknown): HttpError {
   return new HttpError(503, message, { headers: { 'Retry-After': '2' }, cause });
+}
+
+/**
+ * Turns of the event loop for the searches' work on the word index, one search a turn, in the
+ * order they asked: between two of them, the loop reads and answers what else has come (person
+ * pages, logins), which would otherwise wait behind every search that was ready at once.
+ */
+export class LoopTurns {
+  private readonly waiting: (() => void)[] = [];
+  private scheduled = false;
+
+  /** Resolves in a turn of the event loop of its own. */
+  next(): Promise<void> {
+    return new Promise((resolve) => {
+      this.waiting.push(resolve);
+      if (!this.scheduled) this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    this.scheduled = true;
+    // An immediate set while immediates run waits for the loop's next turn, after its I/O.
+    setImmediate(() => {
+      this.waiting.shift()?.();
+      if (this.waiting.length > 0) this.schedule();
+      else this.scheduled = false;
+    });
+  }
 }
