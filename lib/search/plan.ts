@@ -144,6 +144,12 @@ function atomNode(atom: Atom, line: ParsedLine, ctx: Context): Node {
       // A row with the whole word has its stem's lexeme too: the stem's rows are the word's.
       alternatives.push(...(stem.length > 0 ? stem : exact), ...parts);
     }
+    // A work's stem in any of its fields is one set (word-index.ts, Lexemes).
+    const stemmed = ['t', 'c', 'd', 'r'] as const;
+    if (ctx.kind === 'werk' && !wild && known.stem !== null && stemmed.every((tag) => tags.includes(tag))) {
+      const others = alternatives.filter((l) => !stemmed.some((tag) => l === `${tag}s:${known.stem}`));
+      alternatives.splice(0, alternatives.length, `*s:${known.stem}`, ...others);
+    }
     if (alternatives.length > 0) {
       return {
         t: 'atom', index: { t: 'sets', sets: setsOf(ctx, alternatives) }, check: null, description: false,

@@ -335,72 +335,82 @@ function pageOf(hits: Hits, spec: SearchSpec, index: WordIndex): Ranked[] {
 }
 
 /** The facets over the hits taken: types (20), creators (10) and decades. */
-/** Codes to count, shared by the searches of the process: each fills and sorts them at once. */
-let counting = countingFor(2000);
+/**
+ * How often each code comes among a search's hits, counted in an array by code: the codes of a
+ * process are a few thousand types and names (and decades). Shared by the searches of the
+ * process, each of which counts and reads its counts without awaiting anything in between, and
+ * sets back to zero what it counted.
+ */
+class Counter {
+  private counts = new Int32Array(1024);
+  private readonly seen: number[] = [];
 
-function countingFor(hits: number) {
-  return { creators: new Int32Array(hits), arts: new Int32Array(hits), decades: new Int32Array(hits) };
+  add(code: number): void {
+    // A row taken out while the search awaited the page has no code left.
+    if (code < 0) return;
+    if (code >= this.counts.length) {
+      const grown = new Int32Array(Math.max(code + 1, this.counts.length * 2));
+      grown.set(this.counts);
+      this.counts = grown;
+    }
+    const count = this.counts[code] as number;
+    this.counts[code] = count + 1;
+    if (count === 0) this.seen.push(code);
+  }
+
+  /** Each code counted with its count, in the order first counted; the counts are cleared. */
+  take(): [code: number, count: number][] {
+    const counted = this.seen.map((code): [number, number] => [code, this.counts[code] as number]);
+    for (const code of this.seen) this.counts[code] = 0;
+    this.seen.length = 0;
+    return counted;
+  }
 }
 
+const counters = { creators: new Counter(), arts: new Counter(), decades: new Counter() };
+/** Decades are counted by their number from the earliest a work may have (sql/001_schema.sql: -3000). */
+const firstDecade = -3000;
+
 function facetsOf(hits: Hits, index: WordIndex): Found['facets'] {
-  if (counting.creators.length < hits.person.ids.length + hits.werk.ids.length) counting = countingFor(hits.person.ids.length + hits.werk.ids.length);
   const { personen, werke } = index;
-  const persons = hits.person.ids;
-  const works = hits.werk.ids;
-  const creators = counting.creators.subarray(0, persons.length + works.length);
-  const arts = counting.arts.subarray(0, works.length);
-  const decades = counting.decades.subarray(0, works.length);
-  let dated = 0;
-  for (let i = 0; i < persons.length; i++) creators[i] = personen.name.get(persons[i] as number);
-  for (let i = 0; i < works.length; i++) {
-    const id = works[i] as number;
-    creators[persons.length + i] = werke.creator.get(id);
-    arts[i] = werke.art.get(id);
+  const { creators, arts, decades } = counters;
+  for (const id of hits.person.ids) creators.add(personen.name.get(id));
+  for (const id of hits.werk.ids) {
+    creators.add(werke.creator.get(id));
+    arts.add(werke.art.get(id));
     const jahr = werke.jahr.get(id);
-    if (jahr !== noYear) decades[dated++] = decadeOf(jahr);
+    if (jahr !== noYear) decades.add((decadeOf(jahr) - firstDecade) / 10);
   }
-  const decadeCounts: FacetValue[] = [];
-  forEachRun(decades.subarray(0, dated), (value, count) => decadeCounts.push({ value: String(value), count }));
   return {
-    rtype: top(arts, index.werke.arts, 20),
+    rtype: top(arts.take(), index.werke.arts, 20),
     // Codes stand for one text each: two persons of one name are one creator.
-    creator: top(creators, index.names, 10),
-    decade: decadeCounts.reverse(),
+    creator: top(creators.take(), index.names, 10),
+    decade: decades.take().sort(([a], [b]) => b - a).map(([n, count]) => ({ value: String(n * 10 + firstDecade), count })),
   };
 }
 
-/** Each value of codes with how often it comes, in the order of the values (codes is sorted). */
-function forEachRun(codes: Int32Array, fn: (value: number, count: number) => void): void {
-  codes.sort();
-  for (let i = 0; i < codes.length;) {
-    let j = i + 1;
-    while (j < codes.length && codes[j] === codes[i]) j++;
-    fn(codes[i] as number, j - i);
-    i = j;
-  }
-}
-
 /**
- * The `limit` values of codes that come most often, then by text (the empty text left out); a
- * value that comes less often than the last of those is passed by without reading its text.
+ * The `limit` codes that come most often, then by text (the empty text left out); a code that
+ * comes less often than the last of those is passed by without reading its text.
  */
-function top(codes: Int32Array, texts: Interned, limit: number): FacetValue[] {
-  const best: { code: number; count: number }[] = [];
-  forEachRun(codes, (code, count) => {
+function top(counted: readonly [code: number, count: number][], texts: Interned, limit: number): FacetValue[] {
+  const best: [code: number, count: number][] = [];
+  for (const entry of counted) {
+    const [code, count] = entry;
     const last = best[limit - 1];
-    if (last && count < last.count) return;
-    if (texts.text(code) === '') return;
+    if (last && count < last[1]) continue;
+    if (texts.text(code) === '') continue;
     let at = best.length;
     while (at > 0) {
-      const other = best[at - 1] as { code: number; count: number };
-      if (count < other.count || (count === other.count && texts.order(code) > texts.order(other.code))) break;
+      const [other, times] = best[at - 1] as [number, number];
+      if (count < times || (count === times && texts.order(code) > texts.order(other))) break;
       at--;
     }
-    if (at === limit) return;
-    best.splice(at, 0, { code, count });
+    if (at === limit) continue;
+    best.splice(at, 0, entry);
     if (best.length > limit) best.pop();
-  });
-  return best.map(({ code, count }) => ({ value: texts.text(code), count }));
+  }
+  return best.map(([code, count]) => ({ value: texts.text(code), count }));
 }
 
 /** A kind's rows narrowed by the facets: values of one facet widen, facets together narrow. */

@@ -73,6 +73,13 @@ export class Lexemes {
   readonly rows = new IdSet();
   private readonly sets = new Map<string, IdSet>();
 
+  /**
+   * unions: whether each stem is also kept for all fields at once (*s:haus, the rows with
+   * ts:haus, cs:haus, ds:haus or rs:haus): a search in any field reads one set where it would
+   * combine four (a work's fields; a person has one).
+   */
+  constructor(private readonly unions = false) {}
+
   /** The rows having lexeme; undefined when none has. */
   of(lexeme: string): IdSet | undefined {
     return this.sets.get(lexeme);
@@ -89,7 +96,7 @@ export class Lexemes {
 
   add(id: number, lexemes: string): void {
     this.rows.add(id);
-    for (const lexeme of split(lexemes)) {
+    for (const lexeme of this.withUnions(split(lexemes))) {
       let set = this.sets.get(lexeme);
       if (!set) this.sets.set(lexeme, (set = new IdSet()));
       set.add(id);
@@ -98,14 +105,21 @@ export class Lexemes {
 
   /** Drops id from the lexemes of old that are not in now. */
   drop(id: number, old: readonly string[], now: string): void {
-    const kept = new Set(split(now));
-    for (const lexeme of old) {
+    const kept = new Set(this.withUnions(split(now)));
+    for (const lexeme of this.withUnions(old)) {
       if (kept.has(lexeme)) continue;
       const set = this.sets.get(lexeme);
       if (!set) continue;
       set.delete(id);
       if (set.size === 0) this.sets.delete(lexeme);
     }
+  }
+
+  /** The lexemes and, with unions, the stems of all fields they make (ts:haus makes *s:haus). */
+  private withUnions(lexemes: readonly string[]): readonly string[] {
+    if (!this.unions) return lexemes;
+    const stems = lexemes.filter((l) => l.charCodeAt(1) === 115 && l.charCodeAt(2) === 58).map((l) => `*${l.slice(1)}`);
+    return stems.length === 0 ? lexemes : [...lexemes, ...new Set(stems)];
   }
 }
 
@@ -172,7 +186,7 @@ export class Personen {
 }
 
 export class Werke {
-  readonly lexemes = new Lexemes();
+  readonly lexemes = new Lexemes(true);
   /** What ranking, facets and sorting read of each hit, side by side. */
   private readonly facts = new Column(-1, 4);
   readonly person = new Field(this.facts, 0);
