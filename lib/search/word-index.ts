@@ -36,7 +36,7 @@ export interface WerkRow {
 export class Interned {
   private readonly codes = new Map<string, number>();
   private readonly texts: string[] = [];
-  private readonly orders = new Map<number, string>();
+  private readonly orders: (string | undefined)[] = [];
 
   code(text: string): number {
     let code = this.codes.get(text);
@@ -44,6 +44,7 @@ export class Interned {
       code = this.texts.length;
       this.codes.set(text, code);
       this.texts.push(text);
+      this.orders.push(undefined);
     }
     return code;
   }
@@ -62,8 +63,8 @@ export class Interned {
    * UTF-16 units, which put a character beyond U+FFFF before one from U+E000.
    */
   order(code: number): string {
-    let order = this.orders.get(code);
-    if (order === undefined) this.orders.set(code, (order = Buffer.from(this.text(code), 'utf8').toString('latin1')));
+    let order = this.orders[code];
+    if (order === undefined) this.orders[code] = order = Buffer.from(this.text(code), 'utf8').toString('latin1');
     return order;
   }
 }
@@ -145,8 +146,8 @@ class Groups<K> {
   }
 }
 
-/** jahr of a work without one. */
-export const noYear = -0x80000000;
+/** jahr of a work without one: far below any year (sql/001_schema.sql), and a small integer to V8. */
+export const noYear = -0x40000000;
 
 /** The decade a year is in: -5 is in -10, 1995 in 1990. */
 export function decadeOf(jahr: number): number {
