@@ -101,19 +101,24 @@ export async function buildBaseline(): Promise<string> {
   return outfile;
 }
 
-/** Starts a server program that prints "listening on http://…/" and waits for that line. */
+/**
+ * Starts a server program that prints "listening on http://…/" and waits for that line: from each
+ * of its WEB_CONCURRENCY workers, which say it after reading their search index (seconds at a
+ * million works).
+ */
 export function startServer(label: string, args: string[], env: NodeJS.ProcessEnv): Promise<Started> {
   const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const listeners = Number(env.WEB_CONCURRENCY ?? 1);
   return new Promise((resolve, reject) => {
     let output = '';
-    const timer = setTimeout(() => reject(new Error(`${label} did not say where it listens within 30 s: ${output}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`${label} did not say where it listens within 180 s: ${output}`)), 180_000);
     child.once('exit', (code) => reject(new Error(`${label} exited with ${code} before listening: ${output}`)));
     child.stdout?.on('data', (chunk: Buffer) => {
       output += chunk.toString();
-      const match = /listening on (http:\/\/[^/\s]+)\//.exec(output);
-      if (match) {
+      const matches = [...output.matchAll(/listening on (http:\/\/[^/\s]+)\//g)];
+      if (matches.length >= listeners) {
         clearTimeout(timer);
-        resolve({ origin: match[1] as string, child });
+        resolve({ origin: (matches[0] as RegExpMatchArray)[1] as string, child });
       }
     });
   });

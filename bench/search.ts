@@ -3,7 +3,9 @@
 // former substring search (the baseline's search, bench/baseline.ts) in the same run:
 // - one and two words drawn from the generated titles and names, so frequent words come up as
 //   often as they are in the data, at 1 and at 64 connections, with every kept result made stale
-//   ten times a second by a change (nothing served from memory: each search runs its statements);
+//   ten times a second by a change (no kept result or document served: each search is made
+//   anew on a word index that has caught up with the change); one worker process, and at 64
+//   connections also two, as deploy/ runs the product on two cores;
 // - person pages at 16 connections alone, then beside 12 clients that send the most expensive
 //   searches a client can (4 two-letter wildcards and 8 one-letter words, ORed), each uncached.
 // BENCH_SECONDS (default 10) per server and case in BENCH_SLICES (default 4) turns; BENCH_SIZES.
@@ -40,9 +42,11 @@ function expensiveSearch(random: () => number): string {
   return `/search.json?query=${encodeURIComponent(`any,contains,${words.join(' OR ')}`)}`;
 }
 
-interface Case { name: string; connections: number; path: (random: () => number) => string; product: boolean; baseline: boolean }
+type Server = 'product' | 'product, 2 workers' | 'baseline';
 
-interface Measured { works: number; case: string; server: 'product' | 'baseline'; result: LoadResult; repeated: number }
+interface Case { name: string; connections: number; path: (random: () => number) => string; servers: Server[] }
+
+interface Measured { works: number; case: string; server: Server; result: LoadResult; repeated: number }
 
 async function main(): Promise<void> {
   const started = Date.now();
@@ -54,6 +58,9 @@ async function main(): Promise<void> {
     const dataset = await prepareDataset(works, { reuse: true });
     const product = await startServer(`the product (${works} works)`, startArguments(), {
       NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: dataset.url, DEMO_DATA: '0', LOG_DIR: path.join(root, 'dist', 'bench-logs'), WEB_CONCURRENCY: '1',
+    });
+    const product2 = await startServer(`the product with two workers (${works} works)`, startArguments(), {
+      NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: dataset.url, DEMO_DATA: '0', LOG_DIR: path.join(root, 'dist', 'bench-logs-2'), WEB_CONCURRENCY: '2',
     });
     const baseline = await startServer(`the baseline (${works} works)`, [baselineFile], { PORT: '0', DATABASE_URL: dataset.url, BASELINE_STYLE: 'strong' });
     const quiet = await watchStatements([new URL(dataset.url).pathname.slice(1)]);
@@ -69,11 +76,12 @@ async function main(): Promise<void> {
     })();
     try {
       const cases: Case[] = [
-        { name: 'search, 1-2 words, uncached, 1 connection', connections: 1, path: userSearch, product: true, baseline: true },
-        { name: 'search, 1-2 words, uncached, 64 connections', connections: 64, path: userSearch, product: true, baseline: true },
+        { name: 'search, 1-2 words, uncached, 1 connection', connections: 1, path: userSearch, servers: ['product', 'baseline'] },
+        { name: 'search, 1-2 words, uncached, 64 connections', connections: 64, path: userSearch, servers: ['product', 'product, 2 workers', 'baseline'] },
       ];
+      const started = new Map<Server, Started>([['product', product], ['product, 2 workers', product2], ['baseline', baseline]]);
       for (const [i, c] of cases.entries()) {
-        const servers: [Measured['server'], Started][] = [['product', product], ['baseline', baseline]];
+        const servers: [Server, Started][] = c.servers.map((name) => [name, started.get(name) as Started]);
         const sliced = new Map<string, { slices: Slice[]; paths: string[] }>(servers.map(([name]) => [name, { slices: [], paths: [] }]));
         const randoms = new Map(servers.map(([name]) => [name, createRandom(2000 + i)]));
         for (let turn = 0; turn < slices; turn++) {
@@ -118,7 +126,7 @@ async function main(): Promise<void> {
       await changes;
       await writer.end();
       await quiet.end();
-      await Promise.all([stopServer(product), stopServer(baseline)]);
+      await Promise.all([stopServer(product), stopServer(product2), stopServer(baseline)]);
     }
   }
   const minutes = ((Date.now() - started) / 60_000).toFixed(1);

@@ -113,7 +113,7 @@ export class ScriptRunner {
       db,
       link: target.link,
       // The word index follows the primary: a request that reads there has read its version already.
-      searcher: this.searcher.forRequest(() => (server() === this.parts.db ? currentVersion() : this.keptOn(this.parts.db).version.current())),
+      searcher: this.searcher.forRequest(() => (server() === this.parts.db ? currentVersion() : this.keptOn(this.parts.db).version.current()), db),
       searchAliases: config.searchViewAliases,
       warn: (message) => {
         warnings.push(message);

@@ -6,6 +6,7 @@
 // closest spellings. Those statements run within the share of connections searches may take,
 // under a statement time-out of their own: a search that runs into it is 503, never 500.
 import type { Db } from '../db/index.ts';
+import { DbUnavailableError } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
 import type { Condition, ParsedLine } from './language.ts';
 import { maxTermLength, quoteTerms } from './language.ts';
@@ -96,9 +97,9 @@ export class Searcher {
   private readonly loop = new LoopTurns();
   private readonly stems = new Map<string, string | null>();
 
-  /** db: the primary, whose changes the index follows and whose rows fill the page. */
-  constructor(private readonly db: Db, private readonly limits: SearchLimits, options: SyncOptions) {
-    this.sync = new IndexSync(db, options);
+  /** primary: the database whose changes the index follows. */
+  constructor(primary: Db, private readonly limits: SearchLimits, options: SyncOptions) {
+    this.sync = new IndexSync(primary, options);
     this.turns = new Turns(limits);
   }
 
@@ -117,22 +118,32 @@ export class Searcher {
 
   /**
    * The search one request runs: on the index with every change the request's data version of
-   * the primary counts (read once for the request and the requests that come with it).
+   * the primary counts (read once for the request and the requests that come with it), reading
+   * its rows from `db`, where the request reads. While the primary cannot be reached, on the
+   * index as it last was: a replica answers the rest, as it does for the other pages.
    */
-  forRequest(version: () => Promise<bigint | null>): RequestSearch {
+  forRequest(version: () => Promise<bigint | null>, db: Db): RequestSearch {
+    const index = async () => {
+      try {
+        return await this.sync.current(await version());
+      } catch (err) {
+        if (err instanceof DbUnavailableError && db !== this.sync.db) return this.sync.latest;
+        throw err;
+      }
+    };
     return {
-      find: async (spec) => this.find(await this.sync.current(await version()), spec),
-      suggest: (conditions, lines) => this.suggest(conditions, lines),
+      find: async (spec) => this.find(db, await index(), spec),
+      suggest: (conditions, lines) => this.suggest(db, conditions, lines),
     };
   }
 
   /** The words of the lines as the index knows them: stems, and the words they stand for. */
-  private async words(index: WordIndex, lines: readonly ParsedLine[]): Promise<Map<string, WordInfo>> {
+  private async words(db: Db, index: WordIndex, lines: readonly ParsedLine[]): Promise<Map<string, WordInfo>> {
     const lookups = lookupsOf(lines);
     // Twelve one-letter wildcards share what one may have: the query stays a few hundred lexemes.
     const expanding = lookups.filter((l) => l.expansion !== null).length;
     const limit = Math.max(8, Math.min(maxExpansions, Math.floor(expansionBudget / Math.max(1, expanding))));
-    const stems = await this.stemsOf(index, lookups.filter((l) => !/[*?]/.test(l.word)).map((l) => l.word));
+    const stems = await this.stemsOf(db, index, lookups.filter((l) => !/[*?]/.test(l.word)).map((l) => l.word));
     const words = new Map<string, WordInfo>();
     for (const { word, expansion } of lookups) {
       const stem = stems.get(word) ?? null;
@@ -143,7 +154,7 @@ export class Searcher {
   }
 
   /** Each word's stem (null for a stop word): the vocabulary's, or PostgreSQL's German stemmer's. */
-  private async stemsOf(index: WordIndex, words: string[]): Promise<Map<string, string | null>> {
+  private async stemsOf(db: Db, index: WordIndex, words: string[]): Promise<Map<string, string | null>> {
     const stems = new Map<string, string | null>();
     const unknown: string[] = [];
     for (const word of new Set(words)) {
@@ -153,7 +164,7 @@ export class Searcher {
     }
     if (unknown.length === 0) return stems;
     // A dozen words at most, each a call of the stemmer: a short statement, pipelined as lookups by key are.
-    const rows = await this.db.query<{ word: string; stem: string | null }>(
+    const rows = await db.query<{ word: string; stem: string | null }>(
       `SELECT q.word, (tsvector_to_array(to_tsvector('german', q.word)))[1] AS stem FROM unnest($1::text[]) AS q(word)`,
       [unknown],
       { name: 'search-stems', pipeline: true },
@@ -166,9 +177,9 @@ export class Searcher {
     return stems;
   }
 
-  private async find(index: WordIndex, spec: SearchSpec): Promise<Found> {
+  private async find(db: Db, index: WordIndex, spec: SearchSpec): Promise<Found> {
     const { cap } = this.limits;
-    const words = await this.words(index, spec.lines);
+    const words = await this.words(db, index, spec.lines);
     await this.loop.next();
     const found: Found = { total: 0, exact: true, hits: [], facets: { rtype: [], creator: [], decade: [] }, marks: marksOf(spec.lines, words) };
     // Persons have no type and no year: a facet that asks for one leaves them out.
@@ -185,7 +196,7 @@ export class Searcher {
         limit: cap + 1,
         maxChecked: checksPerHit * cap,
         texts: (descriptions) => textsOf(plan.kind, index, descriptions),
-        describe: (ids) => this.describe(ids),
+        describe: (ids) => this.describe(db, ids),
       });
       if (taken.stopped && taken.ids.length === 0) {
         throw new HttpError(400, `The search ${quoteTerms(spec.lines)} checked the first ${checksPerHit * cap} rows that have its words for its phrases, exact or begins_with, and none matched: its words are in most rows. Add a rarer word outside the quotes, or a facet.`);
@@ -202,14 +213,14 @@ export class Searcher {
     }
     found.facets = facetsOf(hits, index);
     const page = pageOf(hits, spec, index);
-    found.hits = page.length === 0 ? [] : await this.rowsOf(page);
+    found.hits = page.length === 0 ? [] : await this.rowsOf(db, page);
     return found;
   }
 
   /** The page's rows as the database has them now, in the page's order; a row deleted meanwhile is left out. */
-  private async rowsOf(page: Ranked[]): Promise<Hit[]> {
+  private async rowsOf(db: Db, page: Ranked[]): Promise<Hit[]> {
     // Ten rows by key: pipelined, as a person page's lookups are.
-    const rows = await this.db.query<Omit<Hit, 'score'>>(
+    const rows = await db.query<Omit<Hit, 'score'>>(
       `SELECT 'werk' AS typ, w.id, w.titel, p.slug, w.urheber AS person, w.beschreibung, w.art, w.jahr
          FROM werk w JOIN person p ON p.id = w.person_id WHERE w.id = ANY($1::int[])
        UNION ALL
@@ -226,8 +237,8 @@ export class Searcher {
   }
 
   /** The folded descriptions of works, for the phrases checked on them (they stay in the database). */
-  private async describe(ids: number[]): Promise<Descriptions> {
-    const rows = await this.turns.within(() => this.db.query<{ id: number; text: string; described: boolean }>(
+  private async describe(db: Db, ids: number[]): Promise<Descriptions> {
+    const rows = await this.turns.within(() => db.query<{ id: number; text: string; described: boolean }>(
       `SELECT w.id, coalesce(w.suche_text, '') AS text, search_fold(w.beschreibung) <> '' AS described FROM werk w WHERE w.id = ANY($1::int[])`,
       [ids],
       { name: 'search-descriptions', timeoutMs: this.limits.timeoutMs },
@@ -239,14 +250,14 @@ export class Searcher {
    * For a search without hits: each word the index does not have, replaced by the closest one
    * it has (trigram similarity), as the lines to search instead; null when nothing is closer.
    */
-  private async suggest(conditions: readonly Condition[], lines: readonly ParsedLine[]): Promise<Condition[] | null> {
+  private async suggest(db: Db, conditions: readonly Condition[], lines: readonly ParsedLine[]): Promise<Condition[] | null> {
     // Each word searched for as written (no wildcard, not after NOT), once.
     const words = new Map(lines.flatMap((l) => l.clauses.flat())
       .filter((a) => !a.negated && a.kind === 'word' && !/[*?]/.test(a.raw) && (a.words[0] ?? '').length >= 3)
       .map((a) => [a.raw, a.words[0] as string]));
     const candidates = [...words].map(([raw, word]) => ({ raw, word }));
     if (candidates.length === 0) return null;
-    const rows = await this.turns.within(() => this.db.query<{ i: number; shown: string | null }>(
+    const rows = await this.turns.within(() => db.query<{ i: number; shown: string | null }>(
       `SELECT q.i::int AS i, (SELECT v.shown FROM search_word v WHERE v.word % q.word AND v.word <> q.word
                                AND NOT EXISTS (SELECT 1 FROM search_word s WHERE s.word = q.word)
                              ORDER BY similarity(v.word, q.word) DESC, v.word COLLATE "C" LIMIT 1) AS shown

@@ -44,7 +44,12 @@ export class IndexSync {
   private stepping: Promise<void> | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
 
-  constructor(private readonly db: Db, private readonly options: SyncOptions) {}
+  constructor(readonly db: Db, private readonly options: SyncOptions) {}
+
+  /** The index as it last caught up, for when the database cannot be asked. */
+  get latest(): WordIndex {
+    return this.index;
+  }
 
   /** Reads everything; then follows changes even while nobody searches, so that their notes are never gone first. */
   async start(): Promise<void> {
