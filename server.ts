@@ -62,7 +62,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const trust = compileTrust(config.trustedProxies);
   const metrics = new Metrics({
     db, logFailedWrites: () => logs.failedWrites(), logins: auth.tally, countSessions: () => auth.countSessions(),
-    replicas: replicas ? () => replicas.status() : undefined,
+    replicas: replicas ? () => replicas.status() : undefined, search: () => runner.searchStats(),
   });
   const probes = new Probes(config, db, metrics);
   let forwardingWarned = 0;

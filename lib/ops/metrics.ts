@@ -19,6 +19,8 @@ export interface MetricSources {
   countSessions: () => Promise<{ signedIn: number; anonymous: number }>;
   /** The replicas (DATABASE_REPLICA_URL) as this process sees them. */
   replicas?: () => { host: string; up: boolean; lagMs: number; reads: number }[];
+  /** The search's word index in this process (lib/search/word-index.ts). */
+  search?: () => { personen: number; werke: number; bytes: number; catchUps: number; reloads: number };
 }
 
 type Json = MetricObjectWithValues<MetricValue<string>>[];
@@ -94,6 +96,35 @@ export class Metrics {
         collect() {
           this.reset();
           for (const replica of replicas()) this.inc({ host: replica.host }, replica.reads);
+        },
+      });
+    }
+    if (sources.search) {
+      const { search } = sources;
+      new Gauge({
+        name: 'portfolio_search_index_rows', help: 'Persons and works in the search\'s word index; the highest any worker has.',
+        labelNames: ['kind'], registers, aggregator: 'max',
+        collect() {
+          const stats = search();
+          this.set({ kind: 'personen' }, stats.personen);
+          this.set({ kind: 'werke' }, stats.werke);
+        },
+      });
+      new Gauge({
+        name: 'portfolio_search_index_bytes', help: 'Memory the search\'s word index holds outside the JavaScript heap, every worker\'s added up (each keeps its own).',
+        registers,
+        collect() {
+          this.set(search().bytes);
+        },
+      });
+      new Counter({
+        name: 'portfolio_search_index_reads_total', help: 'Readings of the database\'s changes into the search\'s word index (catch_up), and of everything (reload: the start, a TRUNCATE, a statement of many rows, notes deleted before they were read).',
+        labelNames: ['kind'], registers,
+        collect() {
+          const stats = search();
+          this.reset();
+          this.inc({ kind: 'catch_up' }, stats.catchUps);
+          this.inc({ kind: 'reload' }, stats.reloads);
         },
       });
     }

@@ -14,6 +14,7 @@ import type { Logs } from '../log/index.ts';
 import type { Outcome, ScriptModule, ScriptRequest } from '../page/index.ts';
 import type { Produced, Templates } from '../render/index.ts';
 import { renderDocument } from '../render/index.ts';
+import type { SearchStats } from '../search/index.ts';
 import { Searcher } from '../search/index.ts';
 import { parseStack } from './stack.ts';
 
@@ -78,6 +79,10 @@ export class ScriptRunner {
 
   close(): void {
     this.searcher.close();
+  }
+
+  searchStats(): SearchStats {
+    return this.searcher.stats();
   }
 
   async run(ex: Exchange, run: Run): Promise<Produced> {

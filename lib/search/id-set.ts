@@ -82,6 +82,13 @@ export class IdSet {
     if (this.blocks[at]!.size === 0) this.blocks[at] = undefined;
   }
 
+  /** Bytes its blocks hold. */
+  get bytes(): number {
+    let bytes = 0;
+    for (const block of this.blocks) if (block) bytes += block.list ? block.values.byteLength : block.words.byteLength;
+    return bytes;
+  }
+
   /** The number of the last block with ids, plus one. */
   get blockCount(): number {
     return this.blocks.length;

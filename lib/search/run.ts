@@ -66,6 +66,8 @@ export interface Found {
   marks: string[];
 }
 
+export interface SearchStats { personen: number; werke: number; bytes: number; catchUps: number; reloads: number }
+
 /** A search as a request runs it (lib/page/request.ts). */
 export interface RequestSearch {
   /** The hits, ranked and counted, their facets, and the page asked for. */
@@ -114,6 +116,12 @@ export class Searcher {
 
   close(): void {
     this.sync.close();
+  }
+
+  /** The index's rows, its bytes outside the heap, and how often it was read (docs/operations.md, Health and metrics). */
+  stats(): SearchStats {
+    const index = this.sync.latest;
+    return { personen: index.personen.lexemes.rows.size, werke: index.werke.lexemes.rows.size, bytes: index.bytes, ...this.sync.stats };
   }
 
   /**

@@ -37,8 +37,12 @@ export interface SyncOptions {
   onError: (message: string) => void;
 }
 
+/** How the index has been read: catch-ups and whole readings since the start. */
+export interface SyncStats { catchUps: number; reloads: number }
+
 export class IndexSync {
   private index = new WordIndex();
+  readonly stats: SyncStats = { catchUps: 0, reloads: 0 };
   private snapshot = '';
   private version = -1n;
   private stepping: Promise<void> | null = null;
@@ -106,6 +110,7 @@ export class IndexSync {
   }
 
   private async reload(): Promise<void> {
+    this.stats.reloads++;
     const index = new WordIndex();
     const [start] = await this.db.query<{ snapshot: string }>('SELECT pg_current_snapshot()::text AS snapshot');
     await load(this.db, index);
@@ -120,6 +125,7 @@ export class IndexSync {
   }
 
   private async catchUp(): Promise<void> {
+    this.stats.catchUps++;
     const caught = await readChanges(this.db, this.snapshot);
     if (caught.reload) return this.reload();
     apply(this.index, caught);

@@ -95,6 +95,13 @@ export class Lexemes {
     return this.sets.entries();
   }
 
+  /** Bytes the sets hold. */
+  get bytes(): number {
+    let bytes = this.rows.bytes;
+    for (const set of this.sets.values()) bytes += set.bytes;
+    return bytes;
+  }
+
   add(id: number, lexemes: string): void {
     this.rows.add(id);
     for (const lexeme of this.withUnions(split(lexemes))) {
@@ -197,6 +204,10 @@ export class Werke {
   readonly art = new Field(this.facts, 2);
   /** The year, noYear for a work without one. */
   readonly jahr = new Field(this.facts, 3);
+
+  get factsBytes(): number {
+    return this.facts.bytes;
+  }
   readonly titel = new Texts();
   readonly arts = new Interned();
   readonly byArt = new Groups<number>();
@@ -239,6 +250,13 @@ export class WordIndex {
   readonly personen = new Personen(this.names);
   readonly werke = new Werke(this.names);
   readonly vocabulary = new Vocabulary();
+
+  /** Bytes held outside the JavaScript heap: the sets, the fields and the texts (not the groups of the facets). */
+  get bytes(): number {
+    const { personen, werke } = this;
+    return personen.lexemes.bytes + personen.name.bytes + personen.folded.bytes + personen.author.bytes
+      + werke.lexemes.bytes + werke.factsBytes + werke.titel.bytes;
+  }
 }
 
 function split(lexemes: string): string[] {

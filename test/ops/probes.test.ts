@@ -66,6 +66,11 @@ describe('/metrics', () => {
     assert.match(res.body, /^portfolio_sessions\{kind="signed_in"\} \d+$/m);
     assert.match(res.body, /^portfolio_logins_refused_total\{reason="throttled"\} 0$/m);
     assert.match(res.body, /^portfolio_log_failed_writes_total 0$/m);
+    // The demo data: 14 persons and 70 works in the search's index, read once at the start.
+    assert.equal(value('portfolio_search_index_rows{kind="personen"}'), 14);
+    assert.equal(value('portfolio_search_index_rows{kind="werke"}'), 70);
+    assert.ok(value('portfolio_search_index_bytes') > 0);
+    assert.equal(value('portfolio_search_index_reads_total{kind="reload"}'), 1);
     assert.match(res.body, /^nodejs_eventloop_lag_p99_seconds [\d.e-]+$/m);
     assert.match(res.body, /^nodejs_heap_size_used_bytes \d+$/m);
     if (server.db.kind === 'postgres') assert.match(res.body, /^portfolio_db_connections\{state="total"\} \d+$/m);
