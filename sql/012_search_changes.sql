@@ -110,8 +110,9 @@ CREATE OR REPLACE FUNCTION search_remember(f text[], r text[]) RETURNS void LANG
 $$;
 
 -- The database no longer answers searches: the index by blocks of ids (sql/010_search_index.sql)
--- goes. The rows keep their tsvector, which the processes read.
+-- goes, which every write of a work kept up. The rows keep their tsvector, which the processes
+-- read. search_blocked and search_block stay for the workers of the version before, which a
+-- rolling reload keeps serving for a while: their searches find their functions, run without the
+-- index and answer 503 after their time-out, rather than 500.
 DROP INDEX person_suche;
 DROP INDEX werk_suche;
-DROP FUNCTION search_blocked(tsvector, integer);
-DROP FUNCTION search_block(text, integer);

@@ -45,7 +45,7 @@ export class Column {
   }
 }
 
-/** A text per id, as UTF-8 in one buffer; a text replaced or dropped is garbage until compact(). */
+/** A text per id, as UTF-8 in one buffer; a text replaced or dropped is garbage until the buffer grows. */
 export class Texts {
   private buffer = Buffer.alloc(1 << 16);
   private used = 0;
@@ -81,20 +81,23 @@ export class Texts {
     return this.buffer.length + this.start.bytes + this.length.bytes;
   }
 
-  /** Room for length more bytes: the live texts copied into a buffer of their size and then some. */
+  /**
+   * Room for length more bytes: a buffer half again as large as what it must hold, into which
+   * the live texts are copied one by one when half of the old one is garbage, or the old one
+   * whole otherwise.
+   */
   private grow(length: number): void {
     const live = this.used - this.garbage;
-    const buffer = Buffer.alloc(Math.max(1 << 16, Math.ceil((live + length) * 1.5)));
-    // Only when half is garbage are the texts copied one by one; otherwise the buffer whole.
-    if (this.garbage * 2 < this.used) {
-      this.buffer.copy(buffer, 0, 0, this.used);
-    } else {
+    if (this.garbage * 2 >= this.used) {
+      const buffer = Buffer.alloc(Math.max(1 << 16, Math.ceil((live + length) * 1.5)));
       this.compactInto(buffer);
-      this.garbage = 0;
       this.buffer = buffer;
-      return;
+      this.garbage = 0;
+    } else {
+      const buffer = Buffer.alloc(Math.max(1 << 16, Math.ceil((this.used + length) * 1.5)));
+      this.buffer.copy(buffer, 0, 0, this.used);
+      this.buffer = buffer;
     }
-    this.buffer = buffer;
   }
 
   private compactInto(buffer: Buffer): void {
@@ -129,5 +132,42 @@ export class Field {
 
   set(id: number, value: number): void {
     this.column.set(id, value, this.field);
+  }
+}
+
+/** Numbers for strings that many rows share (types, names): a row keeps a number. */
+export class Interned {
+  private readonly codes = new Map<string, number>();
+  private readonly texts: string[] = [];
+  private readonly orders: (string | undefined)[] = [];
+
+  code(text: string): number {
+    let code = this.codes.get(text);
+    if (code === undefined) {
+      code = this.texts.length;
+      this.codes.set(text, code);
+      this.texts.push(text);
+      this.orders.push(undefined);
+    }
+    return code;
+  }
+
+  text(code: number): string {
+    return this.texts[code] ?? '';
+  }
+
+  find(text: string): number | undefined {
+    return this.codes.get(text);
+  }
+
+  /**
+   * The text of code as a string that `<` orders as PostgreSQL's C collation does (by UTF-8
+   * bytes, which is by code point): its UTF-8 bytes, one character each. JavaScript compares
+   * UTF-16 units, which put a character beyond U+FFFF before one from U+E000.
+   */
+  order(code: number): string {
+    let order = this.orders[code];
+    if (order === undefined) this.orders[code] = order = Buffer.from(this.text(code), 'utf8').toString('latin1');
+    return order;
   }
 }

@@ -6,6 +6,7 @@ export type { Atom, Condition, Field, Match, Operator, ParsedLine } from './lang
 export { checkCondition, fields, fold, matches, maxTermLength, operators, parseCondition, parseLines } from './language.ts';
 export type { Piece } from './highlight.ts';
 export { excerpt, highlight } from './highlight.ts';
-export type { FacetFilter, FacetName, FacetValue, Found, Hit, RequestSearch, SearchLimits, SearchStats, SearchSpec, Sort } from './run.ts';
-export { facetNames, Searcher, sorts } from './run.ts';
+export { Searcher } from './run.ts';
+export type { FacetFilter, FacetName, FacetValue, Found, Hit, RequestSearch, SearchLimits, SearchSpec, SearchStats, Sort } from './spec.ts';
+export { facetNames, sorts } from './spec.ts';
 export { Turns } from './turns.ts';

@@ -1,7 +1,7 @@
 // Primo's query language as the search URL writes it (docs/interface.md, Search): a query line
 // is <field>,<match>,<term>[,AND|OR|NOT]; a contains term holds words, "quoted phrases", AND,
 // OR and NOT in capitals, and the wildcards * and ? inside or at the end of a word. Parsing
-// turns each line into clauses of atoms; lib/search/plan.ts turns those into SQL.
+// turns each line into clauses of atoms; lib/search/plan.ts turns those into a plan over the word index.
 import { clip, controlCharacters, HttpError } from '../http/index.ts';
 
 export const fields = ['any', 'title', 'creator', 'desc', 'rtype', 'cdate'] as const;

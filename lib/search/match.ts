@@ -4,7 +4,8 @@
 // order, and at most maxChecked of them, so that no search costs more than that.
 import type { IdSet } from './id-set.ts';
 import { blockBits, blockWords, idsOf } from './id-set.ts';
-import type { Plan, Query, TextSource } from './plan.ts';
+import type { Plan, Query } from './plan.ts';
+import type { TextSource } from './texts.ts';
 
 /** A work's folded description (suche_text) and whether it has one, read for the checks. */
 export type Descriptions = Map<number, { text: string; described: boolean }>;
@@ -31,7 +32,7 @@ const describeChunk = 1000;
 export async function takeRows(plan: Plan, rows: IdSet, options: TakeOptions): Promise<Taken> {
   const { limit } = options;
   const ids: number[] = [];
-  const combine = combiner.over(rows);
+  const combine = new Combiner(rows);
   const words = shared.words;
   const descriptions: Descriptions | null = plan.description ? new Map() : null;
   const texts = options.texts(descriptions);
@@ -47,11 +48,15 @@ export async function takeRows(plan: Plan, rows: IdSet, options: TakeOptions): P
     for (let at = 0; at < candidates.length && ids.length < limit; at += describeChunk) {
       if (checked >= options.maxChecked) return { ids, stopped: true, descriptions };
       const chunk = candidates.slice(at, Math.min(at + describeChunk, at + options.maxChecked - checked));
-      if (descriptions) for (const [id, description] of await options.describe(chunk)) descriptions.set(id, description);
+      // The descriptions of a chunk, of which those of the rows taken are kept for their rank.
+      const described = descriptions ? await options.describe(chunk) : null;
+      const chunkTexts = described ? options.texts(described) : texts;
       for (const id of chunk) {
         checked++;
-        if (plan.check(id, texts)) {
+        if (plan.check(id, chunkTexts)) {
           ids.push(id);
+          const description = described?.get(id);
+          if (description) descriptions?.set(id, description);
           if (ids.length === limit) break;
         }
       }
@@ -116,22 +121,18 @@ function levelOf(levels: readonly { sets: IdSet[]; tier: number }[], id: number)
 }
 
 /**
- * Bitmaps of one block that every search of the process uses in turn: a search fills and reads
- * them without awaiting anything in between, and each would otherwise allocate them anew (8 KB
- * each, outside the heap, which makes the garbage collector run more often).
+ * Bitmaps of one block that every search of the process uses in turn: each fills one and reads
+ * it before it awaits anything (a search awaits descriptions between blocks, and another search
+ * runs meanwhile), and would otherwise allocate them anew (8 KB each, outside the heap, which
+ * makes the garbage collector run more often). Nothing a search keeps across an await lives here.
  */
-const shared = { words: new Uint32Array(blockWords), bits: new Uint32Array(blockWords), open: new Uint8Array(0) };
+const shared = { words: new Uint32Array(blockWords), bits: new Uint32Array(blockWords), open: new Uint8Array(0), scratch: [] as Uint32Array[] };
 
-/** Evaluates a set query for one block into a bitmap, with a bitmap of scratch space per level. */
+/** Evaluates a set query for one block of a kind's rows into a bitmap, with a bitmap of scratch space per level (shared). */
 class Combiner {
-  private readonly scratch: Uint32Array[] = [];
-  private rows!: IdSet;
+  private readonly scratch = shared.scratch;
 
-  /** The combiner for a kind's rows (its scratch space is shared). */
-  over(rows: IdSet): this {
-    this.rows = rows;
-    return this;
-  }
+  constructor(private readonly rows: IdSet) {}
 
   /** Whether block b may have rows of the query: false when a set that must be there has none in it. */
   mayHave(query: Query, b: number): boolean {
@@ -184,5 +185,3 @@ class Combiner {
     return buffer;
   }
 }
-
-const combiner = new Combiner();

@@ -6,14 +6,14 @@
 import { HttpError } from '../http/index.ts';
 import type { IdSet } from './id-set.ts';
 import type { Atom, Field, ParsedLine } from './language.ts';
-import { fold, quoteTerms } from './language.ts';
+import { quoteTerms } from './language.ts';
+import type { TextSource } from './texts.ts';
 import type { Expansion, WordInfo } from './vocabulary.ts';
+import { expansionOf, lookupKey } from './words.ts';
 import type { WordIndex } from './word-index.ts';
-import { noYear } from './word-index.ts';
 
-export type { WordInfo } from './vocabulary.ts';
 export type Kind = 'person' | 'werk';
-type Tag = 't' | 'c' | 'd' | 'r' | 'y';
+export type Tag = 't' | 'c' | 'd' | 'r' | 'y';
 
 const fieldTags: Record<Field, readonly Tag[]> = {
   any: ['t', 'c', 'd', 'r', 'y'], title: ['t'], creator: ['c'], desc: ['d'], rtype: ['r'], cdate: ['y'],
@@ -25,47 +25,6 @@ const tiers: Record<Tag, [word: number, stem: number, part: number]> = {
 };
 /** Bonus of an exact phrase that is the field's whole text. */
 const wholeBonus = 20;
-/** Shorter parts of compounds would stand for too many words (er, en). */
-const minPart = 3;
-
-/** What to look up for a query word: its stem, and which other words of the index it stands for. */
-export interface WordLookup {
-  word: string;
-  expansion: Expansion | null;
-}
-
-/**
- * The words of the index a query word stands for besides itself: those its wildcards match, those
- * a begins_with's last word begins, the compounds a contains word is part of.
- */
-function expansionOf(word: string, atom: Atom, i: number, contains: boolean): Expansion | null {
-  if (/[*?]/.test(word)) return { kind: 'wildcard', word };
-  if (atom.kind === 'prefix' && i === atom.words.length - 1) return { kind: 'begins', word };
-  return contains && atom.kind === 'word' && word.length >= minPart ? { kind: 'part', word } : null;
-}
-
-export function lookupsOf(lines: readonly ParsedLine[]): WordLookup[] {
-  const lookups = new Map<string, WordLookup>();
-  for (const line of lines) {
-    for (const atom of line.clauses.flat()) {
-      atom.words.forEach((word, i) => {
-        const expansion = expansionOf(word, atom, i, line.condition.match === 'contains');
-        lookups.set(lookupKey(word, expansion), { word, expansion });
-      });
-    }
-  }
-  return [...lookups.values()];
-}
-
-export function lookupKey(word: string, expansion: Expansion | null): string {
-  return `${word} ${expansion?.kind ?? ''}`;
-}
-
-/** The query's stop words: those the index has no stem for. */
-export function stopWordsOf(words: Map<string, WordInfo>): Set<string> {
-  return new Set([...words].filter(([, info]) => info.stem === null).map(([key]) => key.slice(0, key.indexOf(' '))));
-}
-
 /** Rows of one kind, as a set query: the union of sets, and, or, not, all rows, none. */
 export type Query =
   | { t: 'all' }
@@ -75,11 +34,6 @@ export type Query =
 
 const ALL: Query = { t: 'all' };
 const NONE: Query = { t: 'sets', sets: [] };
-
-/** Where a row's folded text comes from for a check: the index, or the description read for it. */
-export interface TextSource {
-  text(tag: Tag, id: number, prefix: boolean): string;
-}
 
 /** A check on a row's folded text (phrases, exact, begins_with); true when it passes. */
 type Check = (id: number, texts: TextSource) => boolean;
@@ -366,40 +320,4 @@ export function kindPlan(lines: readonly ParsedLine[], kind: Kind, words: Map<st
     description: needsDescription(node),
     scores,
   };
-}
-
-/** The texts of the index's rows by tag; a work's description comes from `descriptions`. */
-export function textsOf(kind: Kind, index: WordIndex, descriptions: Map<number, { text: string; described: boolean }> | null): TextSource {
-  const { personen, werke } = index;
-  if (kind === 'person') return { text: (tag, id) => (tag === 'c' ? personen.folded.get(id) : '') };
-  return {
-    text: (tag, id, prefix) => {
-      switch (tag) {
-        case 't': return werke.titel.get(id);
-        case 'c': return personen.folded.get(werke.person.get(id));
-        case 'r': return foldedArt(index, werke.art.get(id));
-        case 'y': {
-          const jahr = werke.jahr.get(id);
-          return jahr === noYear ? '' : String(jahr);
-        }
-        case 'd': {
-          const description = descriptions?.get(id);
-          if (!description) return '';
-          // begins_with on desc: a work without a description does not begin with its type.
-          return prefix && !description.described ? '' : description.text;
-        }
-      }
-    },
-  };
-}
-
-const foldedArts = new WeakMap<WordIndex, Map<number, string>>();
-
-/** A type folded as the index folds it (search_fold), once per type. */
-function foldedArt(index: WordIndex, code: number): string {
-  let arts = foldedArts.get(index);
-  if (!arts) foldedArts.set(index, (arts = new Map()));
-  let folded = arts.get(code);
-  if (folded === undefined) arts.set(code, (folded = fold(index.werke.arts.text(code))));
-  return folded;
 }

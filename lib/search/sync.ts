@@ -6,26 +6,24 @@ import type { Db } from '../db/index.ts';
 import type { PersonRow, WerkRow } from './word-index.ts';
 import { WordIndex } from './word-index.ts';
 
-/** Changed rows past which reading everything again is cheaper than reading them. */
-const manyChanges = 10_000;
 /** Rows read in one statement while loading. */
 const loadChunk = 10_000;
 /** How long change notes are kept, and how often a process looks for changes without a search. */
-export const keepChangesMs = 10 * 60_000;
+const keepChangesMs = 10 * 60_000;
 const followMs = 30_000;
 const pruneMs = 60_000;
 
 const personColumns = `p.id, p.vorname || ' ' || p.nachname AS name, coalesce(p.suche_name, '') AS folded,
-  search_fold(p.nachname || ' ' || p.vorname) AS author, array_to_string(tsvector_to_array(p.suche), ' ') AS lexemes`;
+  search_fold(p.nachname || ' ' || p.vorname) AS author, array_to_string(tsvector_to_array(coalesce(p.suche, ''::tsvector)), ' ') AS lexemes`;
 const werkColumns = `w.id, w.person_id, w.urheber, w.art, w.jahr, coalesce(w.suche_titel, '') AS titel,
-  array_to_string(tsvector_to_array(w.suche), ' ') AS lexemes`;
+  array_to_string(tsvector_to_array(coalesce(w.suche, ''::tsvector)), ' ') AS lexemes`;
 
-/** A changed row: its state now (null when it is gone) and the lexemes it had before. */
-interface Change<R> { change: number; old: string | null; id: number | null }
-type Changed<R> = Change<R> & Partial<R>;
+/** A changed row (change: its id): its state now (id null when it is gone) and the lexemes it had before. */
+type Changed<R> = { change: number; old: string | null; id: number | null } & Partial<R>;
 
 interface CatchUp {
   snapshot: string;
+  timeline: string;
   version: string;
   reload: boolean;
   personen: unknown;
@@ -44,8 +42,13 @@ export class IndexSync {
   private index = new WordIndex();
   readonly stats: SyncStats = { catchUps: 0, reloads: 0 };
   private snapshot = '';
+  /** The database's timeline: a standby promoted after a failover, or a backup restored, starts a new one. */
+  private timeline = '';
   private version = -1n;
+  /** The catch-up under way. */
   private stepping: Promise<void> | null = null;
+  /** Everything being read again, in the background: searches meanwhile use the index before. */
+  private reading: Promise<void> | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
 
   constructor(readonly db: Db, private readonly options: SyncOptions) {}
@@ -57,7 +60,7 @@ export class IndexSync {
 
   /** Reads everything; then follows changes even while nobody searches, so that their notes are never gone first. */
   async start(): Promise<void> {
-    await this.step(true);
+    await this.reload();
     this.timers.push(setInterval(() => this.step().catch((err: unknown) => this.options.onError(`search index: ${(err as Error).message}`)), followMs).unref());
     this.timers.push(setInterval(() => this.prune().catch((err: unknown) => this.options.onError(`search index: deleting old change notes failed: ${(err as Error).message}`)), pruneMs).unref());
   }
@@ -66,15 +69,25 @@ export class IndexSync {
     for (const timer of this.timers) clearInterval(timer);
   }
 
+  /** Resolves when no reading of everything is under way (for tests). */
+  async whenRead(): Promise<void> {
+    while (this.reading) await this.reading;
+  }
+
   /**
    * Deletes the change notes older than keepChangesMs and remembers the highest transaction they
-   * came from; notes another process is deleting at the same time are left to it.
+   * came from; notes another process is deleting at the same time are left to it. Only notes of
+   * transactions older than every one still running: a snapshot taken while a transaction runs
+   * for long (an import, an idle session) has it as its oldest, and a note deleted past it would
+   * make every process read everything again until it ended.
    */
   async prune(): Promise<void> {
     await this.db.query(
       `WITH gone AS (
               DELETE FROM search_change WHERE ctid IN (
-                SELECT ctid FROM search_change WHERE at < now() - make_interval(secs => $1) FOR UPDATE SKIP LOCKED)
+                SELECT ctid FROM search_change
+                 WHERE at < now() - make_interval(secs => $1) AND xid < pg_snapshot_xmin(pg_current_snapshot())
+                   FOR UPDATE SKIP LOCKED)
               RETURNING xid)
        UPDATE search_change_pruned SET xid = greatest(xid, (SELECT max(xid) FROM gone)) WHERE EXISTS (SELECT 1 FROM gone)`,
       [keepChangesMs / 1000],
@@ -83,54 +96,78 @@ export class IndexSync {
 
   /**
    * The index with every change that the data version `wanted` counts (lib/db/data-version.ts),
-   * read by the request on this database after it came; null (not read) catches up once.
+   * read by the request on this database after it came; null (not read) catches up once. While
+   * everything is read again, the index before.
    */
   async current(wanted: bigint | null): Promise<WordIndex> {
     if (wanted === null) {
-      await this.step();
+      if (!this.reading) await this.step();
       return this.index;
     }
     // A catch-up under way may have started before the change the version counts: it is waited
     // for, and then one more if the index is still behind. Each reads at a snapshot taken after
     // the version was read, so the first that starts after it brings the index there.
-    for (let i = 0; i < 3 && this.version < wanted; i++) {
+    for (let i = 0; i < 3 && this.version < wanted && !this.reading; i++) {
       if (this.stepping) await this.stepping.catch(() => undefined);
       else await this.step();
     }
     return this.index;
   }
 
-  /** One catch-up (or a reload) at a time: a caller that finds one under way waits for it first. */
-  private async step(reload = false): Promise<void> {
+  /** One catch-up at a time: a caller that finds one under way waits for it first. */
+  private async step(): Promise<void> {
     while (this.stepping) await this.stepping.catch(() => undefined);
-    this.stepping = (reload ? this.reload() : this.catchUp()).finally(() => {
+    this.stepping = this.catchUp().finally(() => {
       this.stepping = null;
     });
     return this.stepping;
   }
 
-  private async reload(): Promise<void> {
-    this.stats.reloads++;
-    const index = new WordIndex();
-    const [start] = await this.db.query<{ snapshot: string }>('SELECT pg_current_snapshot()::text AS snapshot');
-    await load(this.db, index);
-    // The rows were read after the snapshot, each at its own: the changes since bring them all
-    // to one state (a row already read as changed is read again).
-    const caught = await readChanges(this.db, start?.snapshot ?? '');
-    if (caught.reload) throw new Error('the data changed too much while the search index was read; it is read again at the next search');
-    apply(index, caught);
-    this.index = index;
+  private async catchUp(): Promise<void> {
+    if (this.reading) return;
+    this.stats.catchUps++;
+    const caught = await readChanges(this.db, this.snapshot);
+    if (caught.reload || caught.timeline !== this.timeline) {
+      this.readAgain();
+      return;
+    }
+    apply(this.index, caught);
     this.snapshot = caught.snapshot;
     this.version = BigInt(caught.version);
   }
 
-  private async catchUp(): Promise<void> {
-    this.stats.catchUps++;
-    const caught = await readChanges(this.db, this.snapshot);
-    if (caught.reload) return this.reload();
-    apply(this.index, caught);
-    this.snapshot = caught.snapshot;
-    this.version = BigInt(caught.version);
+  /** Reads everything again in the background; a failure is logged, and the next catch-up tries again. */
+  private readAgain(): void {
+    this.reading ??= this.reload()
+      .catch((err: unknown) => this.options.onError(`search index: reading everything again failed: ${(err as Error).message}`))
+      .finally(() => {
+        this.reading = null;
+      });
+  }
+
+  /**
+   * Reads everything into a new index and puts it in place of the one before. The rows are read
+   * after a snapshot, each at its own: the changes since bring them all to one state (a row
+   * already read as changed is read again). Changes too many to bring in (a TRUNCATE while it
+   * read) make it read again, three times at most.
+   */
+  private async reload(): Promise<void> {
+    this.stats.reloads++;
+    for (let attempt = 1; ; attempt++) {
+      const index = new WordIndex();
+      const [start] = await this.db.query<{ snapshot: string }>('SELECT pg_current_snapshot()::text AS snapshot');
+      await load(this.db, index);
+      const caught = await readChanges(this.db, start?.snapshot ?? '');
+      if (!caught.reload) {
+        apply(index, caught);
+        this.index = index;
+        this.snapshot = caught.snapshot;
+        this.timeline = caught.timeline;
+        this.version = BigInt(caught.version);
+        return;
+      }
+      if (attempt === 3) throw new Error('the data changed too much while the search index was read, three times');
+    }
   }
 }
 
@@ -156,23 +193,24 @@ async function load(db: Db, index: WordIndex): Promise<void> {
  * The rows and words that changed since the snapshot `since`, in one statement (one snapshot), or
  * reload: notes were deleted that it may not have read, everything was changed (TRUNCATE, a
  * statement of many rows), too many rows changed, or the database is not the one it was (its
- * transactions are behind the snapshot).
+ * transactions are behind the snapshot; a new timeline is told by the caller).
  */
 async function readChanges(db: Db, since: string): Promise<CatchUp> {
   const [row] = await db.query<CatchUp>(
     `WITH changes AS MATERIALIZED (
             SELECT c.kind, c.id, c.old FROM search_change c
              WHERE c.xid >= pg_snapshot_xmin($1::pg_snapshot) AND NOT pg_visible_in_snapshot(c.xid, $1::pg_snapshot)
-             LIMIT $2 + 1),
+             LIMIT search_many() + 1),
           state AS MATERIALIZED (
             SELECT pg_current_snapshot() AS now, (SELECT n FROM data_version) AS version,
+                   substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) AS timeline,
                    (SELECT xid FROM search_change_pruned) >= pg_snapshot_xmin($1::pg_snapshot)
                    OR pg_snapshot_xmax(pg_current_snapshot()) < pg_snapshot_xmax($1::pg_snapshot)
-                   OR (SELECT count(*) FROM changes) > $2
+                   OR (SELECT count(*) FROM changes) > search_many()
                    OR EXISTS (SELECT 1 FROM changes WHERE kind = '*') AS reload),
           changed AS (
             SELECT kind, id, string_agg(array_to_string(tsvector_to_array(old), ' '), ' ') AS old FROM changes GROUP BY kind, id)
-     SELECT s.now::text AS snapshot, s.version::text AS version, s.reload,
+     SELECT s.now::text AS snapshot, s.timeline, s.version::text AS version, s.reload,
             CASE WHEN NOT s.reload THEN (SELECT json_agg(x) FROM (
               SELECT c.id AS change, c.old, ${personColumns} FROM changed c LEFT JOIN person p ON p.id = c.id WHERE c.kind = 'p') x) END AS personen,
             CASE WHEN NOT s.reload THEN (SELECT json_agg(x) FROM (
@@ -180,7 +218,7 @@ async function readChanges(db: Db, since: string): Promise<CatchUp> {
             CASE WHEN NOT s.reload THEN (SELECT json_agg(json_build_array(v.word, v.stem)) FROM search_word v
               WHERE v.added >= pg_snapshot_xmin($1::pg_snapshot) AND NOT pg_visible_in_snapshot(v.added, $1::pg_snapshot)) END AS words
        FROM state s`,
-    [since, manyChanges],
+    [since],
     { name: 'search-changes' },
   );
   if (!row) throw new Error('the search index found no state to read');

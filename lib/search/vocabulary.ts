@@ -27,10 +27,6 @@ export class Vocabulary {
     return this.stems.size;
   }
 
-  has(word: string): boolean {
-    return this.stems.has(word);
-  }
-
   /** The stem of a word of the vocabulary (null for a stop word); undefined for another word. */
   stemOf(word: string): string | null | undefined {
     return this.stems.get(word);
@@ -65,13 +61,24 @@ export class Vocabulary {
       candidates = this.beginningWith(word);
       test = (candidate) => candidate !== word;
     } else {
-      const pattern = new RegExp(`^${word.replace(/\*+/g, '.*').replace(/\?/g, '.')}$`);
       candidates = this.beginningWith(/^[^*?]*/.exec(word)?.[0] ?? '');
-      test = (candidate) => pattern.test(candidate);
+      test = (candidate) => globMatches(word, candidate);
     }
+    // The shortest limit + 1, kept in order as they come: a part of three letters is in thousands of words.
     const found: string[] = [];
-    for (const candidate of candidates) if (test(candidate)) found.push(candidate);
-    found.sort(shortestFirst);
+    for (const candidate of candidates) {
+      if (found.length > limit && shortestFirst(candidate, found[limit] as string) >= 0) continue;
+      if (!test(candidate)) continue;
+      let low = 0;
+      let high = found.length;
+      while (low < high) {
+        const middle = (low + high) >>> 1;
+        if (shortestFirst(found[middle] as string, candidate) < 0) low = middle + 1;
+        else high = middle;
+      }
+      found.splice(low, 0, candidate);
+      if (found.length > limit + 1) found.pop();
+    }
     return { words: found.slice(0, limit), more: found.length > limit };
   }
 
@@ -117,6 +124,34 @@ export class Vocabulary {
     }
     return this.sorted;
   }
+}
+
+/**
+ * Whether word matches pattern, where * stands for any letters and ? for one: in one pass that
+ * goes back only to the last *, so a pattern of many * costs at most its length times the word's
+ * (a regular expression would try every way of splitting the word among them).
+ */
+export function globMatches(pattern: string, word: string): boolean {
+  let p = 0;
+  let w = 0;
+  let star = -1;
+  let resume = 0;
+  while (w < word.length) {
+    if (p < pattern.length && (pattern[p] === '?' || pattern[p] === word[w])) {
+      p++;
+      w++;
+    } else if (p < pattern.length && pattern[p] === '*') {
+      star = p++;
+      resume = w;
+    } else if (star !== -1) {
+      p = star + 1;
+      w = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (pattern[p] === '*') p++;
+  return p === pattern.length;
 }
 
 function isPart(candidateStem: string | null | undefined, stem: string): boolean {

@@ -2,7 +2,7 @@
 // ids of the rows having each lexeme of their tsvector (sql/009_search_words.sql: t:haus, ts:haus,
 // c:muller …), what ranking, sorting and facets need of each row, and the ids of each type,
 // decade and creator. lib/search/sync.ts fills it from PostgreSQL and keeps it current.
-import { Column, Field, Texts } from './columns.ts';
+import { Column, Field, Interned, Texts } from './columns.ts';
 import { IdSet } from './id-set.ts';
 import { Vocabulary } from './vocabulary.ts';
 
@@ -32,43 +32,6 @@ export interface WerkRow {
   lexemes: string;
 }
 
-/** Numbers for strings that many rows share (types, names): a row keeps a number. */
-export class Interned {
-  private readonly codes = new Map<string, number>();
-  private readonly texts: string[] = [];
-  private readonly orders: (string | undefined)[] = [];
-
-  code(text: string): number {
-    let code = this.codes.get(text);
-    if (code === undefined) {
-      code = this.texts.length;
-      this.codes.set(text, code);
-      this.texts.push(text);
-      this.orders.push(undefined);
-    }
-    return code;
-  }
-
-  text(code: number): string {
-    return this.texts[code] ?? '';
-  }
-
-  find(text: string): number | undefined {
-    return this.codes.get(text);
-  }
-
-  /**
-   * The text of code as a string that `<` orders as PostgreSQL's C collation does (by UTF-8
-   * bytes, which is by code point): its UTF-8 bytes, one character each. JavaScript compares
-   * UTF-16 units, which put a character beyond U+FFFF before one from U+E000.
-   */
-  order(code: number): string {
-    let order = this.orders[code];
-    if (order === undefined) this.orders[code] = order = Buffer.from(this.text(code), 'utf8').toString('latin1');
-    return order;
-  }
-}
-
 /** The rows of one kind and the ids of each lexeme. */
 export class Lexemes {
   readonly rows = new IdSet();
@@ -84,10 +47,6 @@ export class Lexemes {
   /** The rows having lexeme; undefined when none has. */
   of(lexeme: string): IdSet | undefined {
     return this.sets.get(lexeme);
-  }
-
-  get count(): number {
-    return this.sets.size;
   }
 
   /** Each lexeme with its rows. */
@@ -239,6 +198,9 @@ export class Werke {
     this.byCreator.delete(this.creator.get(id), id);
     const jahr = this.jahr.get(id);
     if (jahr !== noYear) this.byDecade.delete(decadeOf(jahr), id);
+    // A search that took the work before it went counts it nowhere (run.ts, facets).
+    for (const field of [this.person, this.creator, this.art]) field.set(id, -1);
+    this.jahr.set(id, noYear);
     this.titel.delete(id);
   }
 }

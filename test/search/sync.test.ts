@@ -26,7 +26,13 @@ async function follow(): Promise<IndexSync> {
   return sync;
 }
 
-const current = async (sync: IndexSync) => sync.current(await version.current());
+/** The index with every change made before: caught up, or read again (in the background) and waited for. */
+async function current(sync: IndexSync): Promise<WordIndex> {
+  const now = await version.current();
+  await sync.current(now);
+  await sync.whenRead();
+  return sync.current(now);
+}
 
 /** What an index holds, as plain values: every lexeme's ids, and each row's fields. */
 function contents(index: WordIndex) {
@@ -110,6 +116,27 @@ describe('the word index follows the database', () => {
     const index = await current(sync);
     assert.deepEqual([...(index.werke.lexemes.of('t:ubersehenes')?.ids() ?? [])], [added?.id]);
     assert.deepEqual(contents(index), contents(await current(await follow())));
+  });
+
+  test('a transaction that stays open keeps the notes after it, and no process reads everything again for it', { skip: backend !== 'postgres' && 'PGlite has one connection: no transaction stays open beside others' }, async () => {
+    const sync = await follow();
+    const idle = new pg.Client({ connectionString: testDb.url as string });
+    await idle.connect();
+    try {
+      // A session that wrote and stays open, as an import or a forgotten psql session does.
+      await idle.query('BEGIN');
+      await idle.query(`UPDATE werk SET jahr = jahr WHERE id = (SELECT min(id) FROM werk)`);
+      await db.query(`INSERT INTO werk (person_id, titel) VALUES ((SELECT min(id) FROM person), 'Nach dem Offenen')`);
+      await db.query(`UPDATE search_change SET at = now() - interval '1 hour'`);
+      await sync.prune();
+      const reloads = sync.stats.reloads;
+      // The note of the work written after the open transaction began is kept: the index catches up.
+      assert.equal((await current(sync)).werke.lexemes.of('t:offenen')?.size, 1);
+      assert.equal(sync.stats.reloads, reloads);
+    } finally {
+      await idle.query('ROLLBACK');
+      await idle.end();
+    }
   });
 
   test('TRUNCATE and a statement of many rows are read as everything changed', async () => {

@@ -2,7 +2,7 @@
 // or a wildcard stands for, shortest first, with the stems that rule some out.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Vocabulary } from '../../lib/search/vocabulary.ts';
+import { globMatches, Vocabulary } from '../../lib/search/vocabulary.ts';
 
 function vocabulary(): Vocabulary {
   const v = new Vocabulary();
@@ -37,4 +37,18 @@ test('a beginning and a wildcard stand for the words they match, a word added la
   assert.equal(v.stemOf('hauser'), 'haus');
   assert.equal(v.stemOf('oder'), null);
   assert.equal(v.stemOf('hof'), undefined);
+});
+
+test('a wildcard is matched in one pass, however many * it has', () => {
+  assert.equal(globMatches('nacht*', 'nachtschicht'), true);
+  assert.equal(globMatches('mu?ller', 'muller'), false);
+  assert.equal(globMatches('m*er', 'muller'), true);
+  assert.equal(globMatches('*', ''), true);
+  assert.equal(globMatches('a*b*c', 'axxbyyc'), true);
+  assert.equal(globMatches('a*b*c', 'axxbyy'), false);
+  // Twenty pairs of * and ? before a letter the word does not have: a regular expression tries
+  // every way of splitting the word among them, and would not end within this test.
+  const word = 'ab' + 'c'.repeat(60);
+  assert.equal(globMatches(`ab${'*?'.repeat(20)}q`, word), false);
+  assert.equal(globMatches(`ab${'*?'.repeat(20)}c`, word), true);
 });

@@ -1,0 +1,49 @@
+// The folded texts of a search's rows by field, for the checks of phrases, exact and begins_with
+// and their rank: titles, names, types and years from the word index, a work's description from
+// the database (it stays there: it is most of a work's text).
+import type { Descriptions } from './match.ts';
+import type { Kind, Tag } from './plan.ts';
+import { fold } from './language.ts';
+import type { WordIndex } from './word-index.ts';
+import { noYear } from './word-index.ts';
+
+/** Where a row's folded text comes from for a check: the index, or the description read for it. */
+export interface TextSource {
+  text(tag: Tag, id: number, prefix: boolean): string;
+}
+
+/** The texts of the index's rows by tag; a work's description comes from `descriptions`. */
+export function textsOf(kind: Kind, index: WordIndex, descriptions: Descriptions | null): TextSource {
+  const { personen, werke } = index;
+  if (kind === 'person') return { text: (tag, id) => (tag === 'c' ? personen.folded.get(id) : '') };
+  return {
+    text: (tag, id, prefix) => {
+      switch (tag) {
+        case 't': return werke.titel.get(id);
+        case 'c': return personen.folded.get(werke.person.get(id));
+        case 'r': return foldedArt(index, werke.art.get(id));
+        case 'y': {
+          const jahr = werke.jahr.get(id);
+          return jahr === noYear ? '' : String(jahr);
+        }
+        case 'd': {
+          const description = descriptions?.get(id);
+          if (!description) return '';
+          // begins_with on desc: a work without a description does not begin with its type.
+          return prefix && !description.described ? '' : description.text;
+        }
+      }
+    },
+  };
+}
+
+const foldedArts = new WeakMap<WordIndex, Map<number, string>>();
+
+/** A type folded as the index folds it (search_fold), once per type. */
+function foldedArt(index: WordIndex, code: number): string {
+  let arts = foldedArts.get(index);
+  if (!arts) foldedArts.set(index, (arts = new Map()));
+  let folded = arts.get(code);
+  if (folded === undefined) arts.set(code, (folded = fold(index.werke.arts.text(code))));
+  return folded;
+}

@@ -1,0 +1,39 @@
+// Taking a plan's rows block by block (lib/search/match.ts): a search that awaits descriptions
+// between blocks takes the same rows whatever other searches run meanwhile.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Descriptions } from '../../lib/search/match.ts';
+import { takeRows } from '../../lib/search/match.ts';
+import type { Plan } from '../../lib/search/plan.ts';
+import { WordIndex } from '../../lib/search/word-index.ts';
+
+/** Works in three blocks of ids, every third with the word nebel; a few persons. */
+function indexOf(): WordIndex {
+  const index = new WordIndex();
+  for (let id = 1; id < 3 * 65_536; id += 97) {
+    index.werke.put({ id, person_id: 1, urheber: 'Anna Muster', art: 'Roman', jahr: 2000, titel: `titel ${id}`, lexemes: id % 3 === 0 ? 't:nebel t:titel' : 't:titel' }, []);
+  }
+  for (let id = 1; id <= 5; id++) index.personen.put({ id, name: `Person ${id}`, folded: `person ${id}`, author: `${id} person`, lexemes: 'c:person' }, []);
+  return index;
+}
+
+test('a search that awaits between blocks takes its rows whatever runs meanwhile', async () => {
+  const index = indexOf();
+  const nebel = index.werke.lexemes.of('t:nebel');
+  assert.ok(nebel);
+  // Works without nebel (a NOT: every row of each block but those), checked with descriptions read.
+  const plan: Plan = { kind: 'werk', rows: { t: 'not', part: { t: 'sets', sets: [nebel] } }, check: () => true, description: true, scores: [] };
+  const persons: Plan = { kind: 'person', rows: { t: 'all' }, check: null, description: false, scores: [] };
+  const options = (describe: (ids: number[]) => Promise<Descriptions>) => ({
+    limit: 10_000, maxChecked: 100_000, texts: () => ({ text: () => '' }), describe,
+  });
+  const alone = await takeRows(plan, index.werke.lexemes.rows, options(async () => new Map()));
+  // The same, with a search of persons run while each chunk's descriptions are awaited.
+  const beside = await takeRows(plan, index.werke.lexemes.rows, options(async () => {
+    await takeRows(persons, index.personen.lexemes.rows, options(async () => new Map()));
+    return new Map();
+  }));
+  assert.ok(alone.ids.length > 1000, `${alone.ids.length} rows`);
+  assert.deepEqual(beside.ids, alone.ids);
+  assert.ok(alone.ids.every((id) => id % 3 !== 0));
+});
