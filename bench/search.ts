@@ -8,7 +8,8 @@
 //   connections also two, as deploy/ runs the product on two cores;
 // - person pages at 16 connections alone, then beside 12 clients that send the most expensive
 //   searches a client can (4 two-letter wildcards and 8 one-letter words, ORed), each uncached.
-// BENCH_SECONDS (default 10) per server and case in BENCH_SLICES (default 4) turns; BENCH_SIZES.
+// BENCH_SECONDS (default 10) per server and case in BENCH_SLICES (default 4) turns, after
+// BENCH_WARMUP_SECONDS (default 5) of searches per server; BENCH_SIZES.
 import path from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +25,7 @@ const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const slices = Number(process.env.BENCH_SLICES ?? 4);
 const sizes = (process.env.BENCH_SIZES ?? '200000,1000000').split(',').map(Number);
+const warmUpSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 5);
 
 const pick = <T>(random: () => number, list: readonly T[]) => list[Math.floor(random() * list.length)] as T;
 
@@ -80,6 +82,13 @@ async function main(): Promise<void> {
         { name: 'search, 1-2 words, uncached, 64 connections', connections: 64, path: userSearch, servers: ['product', 'product, 2 workers', 'baseline'] },
       ];
       const started = new Map<Server, Started>([['product', product], ['product, 2 workers', product2], ['baseline', baseline]]);
+      // Warm-up, as bench/run.ts has: the search's code compiled by V8 in every worker (cold, a
+      // worker served a third less in its first ten seconds), the database's pages read.
+      const warm = createRandom(99);
+      for (const server of started.values()) {
+        await quiet();
+        await runSlice({ origin: server.origin, connections: 64, seconds: warmUpSeconds, pid: server.child.pid ?? 0, nextPath: () => userSearch(warm) });
+      }
       for (const [i, c] of cases.entries()) {
         const servers: [Server, Started][] = c.servers.map((name) => [name, started.get(name) as Started]);
         const sliced = new Map<string, { slices: Slice[]; paths: string[] }>(servers.map(([name]) => [name, { slices: [], paths: [] }]));
