@@ -5,10 +5,8 @@
 import type { IdSet } from './id-set.ts';
 import { blockBits, blockWords, idsOf } from './id-set.ts';
 import type { Plan, Query } from './plan.ts';
-import type { TextSource } from './texts.ts';
+import type { Descriptions, TextSource } from './texts.ts';
 
-/** A work's folded description (suche_text) and whether it has one, read for the checks. */
-export type Descriptions = Map<number, { text: string; described: boolean }>;
 
 export interface Taken {
   ids: number[];

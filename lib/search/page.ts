@@ -1,6 +1,6 @@
 // The page of a search's hits in the order it asks for (docs/interface.md, Search): ranked,
 // by title, by author or by year, each a total order, from what the word index keeps of the hits.
-import type { Kind } from './plan.ts';
+import type { Kind } from './texts.ts';
 import type { Hits, SearchSpec, Sort } from './spec.ts';
 import type { WordIndex } from './word-index.ts';
 import { noYear } from './word-index.ts';

@@ -7,13 +7,11 @@ import { HttpError } from '../http/index.ts';
 import type { IdSet } from './id-set.ts';
 import type { Atom, Field, ParsedLine } from './language.ts';
 import { quoteTerms } from './language.ts';
-import type { TextSource } from './texts.ts';
+import type { Kind, Tag, TextSource } from './texts.ts';
 import type { Expansion, WordInfo } from './vocabulary.ts';
 import { expansionOf, lookupKey } from './words.ts';
 import type { WordIndex } from './word-index.ts';
 
-export type Kind = 'person' | 'werk';
-export type Tag = 't' | 'c' | 'd' | 'r' | 'y';
 
 const fieldTags: Record<Field, readonly Tag[]> = {
   any: ['t', 'c', 'd', 'r', 'y'], title: ['t'], creator: ['c'], desc: ['d'], rtype: ['r'], cdate: ['y'],

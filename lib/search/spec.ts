@@ -1,7 +1,7 @@
 // What a search asks (the lines, scope, facets, order and page) and what it answers (the hits
 // of the page, the total, the facets), between scripts/search.ts and lib/search/run.ts.
 import type { Condition, ParsedLine } from './language.ts';
-import type { Kind } from './plan.ts';
+import type { Kind } from './texts.ts';
 
 export const sorts = ['rank', 'title', 'author', 'date_d', 'date_a'] as const;
 export type Sort = (typeof sorts)[number];

@@ -1,11 +1,17 @@
 // The folded texts of a search's rows by field, for the checks of phrases, exact and begins_with
 // and their rank: titles, names, types and years from the word index, a work's description from
 // the database (it stays there: it is most of a work's text).
-import type { Descriptions } from './match.ts';
-import type { Kind, Tag } from './plan.ts';
 import { fold } from './language.ts';
 import type { WordIndex } from './word-index.ts';
 import { noYear } from './word-index.ts';
+
+/** The kinds of row a search finds. */
+export type Kind = 'person' | 'werk';
+/** The fields of a row, as the lexemes tag them: title, creator, description, type, year (sql/009_search_words.sql). */
+export type Tag = 't' | 'c' | 'd' | 'r' | 'y';
+
+/** A work's folded description (suche_text) and whether it has one, read for the checks. */
+export type Descriptions = Map<number, { text: string; described: boolean }>;
 
 /** Where a row's folded text comes from for a check: the index, or the description read for it. */
 export interface TextSource {

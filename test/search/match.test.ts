@@ -2,9 +2,9 @@
 // between blocks takes the same rows whatever other searches run meanwhile.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Descriptions } from '../../lib/search/match.ts';
 import { takeRows } from '../../lib/search/match.ts';
 import type { Plan } from '../../lib/search/plan.ts';
+import type { Descriptions } from '../../lib/search/texts.ts';
 import { WordIndex } from '../../lib/search/word-index.ts';
 
 /** Works in three blocks of ids, every third with the word nebel; a few persons. */
