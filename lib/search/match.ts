@@ -47,7 +47,8 @@ export async function takeRows(plan: Plan, rows: IdSet, options: TakeOptions): P
       if (checked >= options.maxChecked) return { ids, stopped: true, descriptions };
       const chunk = candidates.slice(at, Math.min(at + describeChunk, at + options.maxChecked - checked));
       // The descriptions of a chunk, of which those of the rows taken are kept for their rank.
-      const described = descriptions ? await options.describe(chunk) : null;
+      const wanting = descriptions && plan.early ? undecided(plan, chunk, options.texts(null), limit - ids.length) : chunk;
+      const described = descriptions ? (wanting.length > 0 ? await options.describe(wanting) : new Map()) : null;
       const chunkTexts = described ? options.texts(described) : texts;
       for (const id of chunk) {
         checked++;
@@ -61,6 +62,20 @@ export async function takeRows(plan: Plan, rows: IdSet, options: TakeOptions): P
     }
   }
   return { ids, stopped: false, descriptions };
+}
+
+/**
+ * The rows of chunk that do not pass the plan's checks without their description, up to the row
+ * by which `wanted` rows passed: the rows after it are not reached.
+ */
+function undecided(plan: Plan, chunk: readonly number[], texts: TextSource, wanted: number): number[] {
+  const open: number[] = [];
+  let passed = 0;
+  for (const id of chunk) {
+    if (!plan.check?.(id, texts)) open.push(id);
+    else if (++passed === wanted) break;
+  }
+  return open;
 }
 
 /**

@@ -38,7 +38,7 @@ export function pageOf(hits: Hits, spec: SearchSpec, index: WordIndex): Ranked[]
   const titles = new Map<number, string>();
   const title = (n: number) => {
     let text = titles.get(n);
-    if (text === undefined) titles.set(n, (text = n < split ? personen.folded.get(id(n)) : werke.titel.get(id(n))));
+    if (text === undefined) titles.set(n, (text = n < split ? personen.folded.get(id(n)) : werke.folded.get(id(n))));
     return text;
   };
   const authors = new Map<number, string>();

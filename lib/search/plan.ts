@@ -254,6 +254,17 @@ function scoresOf(node: Node): Score[] {
   }
 }
 
+/** Whether every atom that reads the description must be there: none is under an OR or a NOT. */
+function requiredOnly(node: Node, required = true): boolean {
+  switch (node.t) {
+    case 'const': return true;
+    case 'atom': return required || !node.description;
+    case 'not': return requiredOnly(node.part, false);
+    case 'and': return node.parts.every((p) => requiredOnly(p, required));
+    case 'or': return node.parts.every((p) => requiredOnly(p, required && node.parts.length === 1));
+  }
+}
+
 function needsDescription(node: Node): boolean {
   switch (node.t) {
     case 'const': return false;
@@ -293,6 +304,12 @@ export interface Plan {
   check: ((id: number, texts: TextSource) => boolean) | null;
   /** Whether the checks or the score read the description, from the database. */
   description: boolean;
+  /**
+   * Whether a row that passes the checks without its description is a hit of the same score:
+   * each phrase that reads it must be there, and was found in a field read before it
+   * (title, creator, type, year): only the rows that do not pass need their description.
+   */
+  early: boolean;
   /** The atoms' scores, added up for a row's rank. */
   scores: Score[];
 }
@@ -316,6 +333,7 @@ export function kindPlan(lines: readonly ParsedLine[], kind: Kind, words: Map<st
     rows,
     check: exact(node) ? null : (id, texts) => holds(node, id, texts, all),
     description: needsDescription(node),
+    early: requiredOnly(node),
     scores,
   };
 }

@@ -1,10 +1,11 @@
 // Runs a search (docs/interface.md, Search) on the process's word index (word-index.ts), brought up
 // to date first (sync.ts): its words are looked up in the vocabulary, its plan (plan.ts) takes the
 // first hits of each kind in the order of their ids (match.ts), and those are ranked, counted
-// (facets.ts) and paged (page.ts). The database gives what the index does not keep: the ten rows
-// of the page and the stems of words the index has not seen (short lookups, pipelined), the
-// descriptions a phrase is checked on and the closest spellings (within the share of connections
-// searches may take, under a time-out of their own: one that runs into it is 503, never 500).
+// (facets.ts) and paged (page.ts), and the page's rows are read from it. The database gives what
+// the index does not keep: the stems of words the index has not seen (a short lookup, pipelined),
+// the folded descriptions a phrase is checked on and the closest spellings (within the share of
+// connections searches may take, under a time-out of their own: one that runs into it is 503,
+// never 500).
 import type { Db } from '../db/index.ts';
 import { DbUnavailableError } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
@@ -25,6 +26,7 @@ import { LoopTurns, Turns } from './turns.ts';
 import type { WordInfo } from './vocabulary.ts';
 import { lookupKey, lookupsOf, marksOf } from './words.ts';
 import type { WordIndex } from './word-index.ts';
+import { noYear } from './word-index.ts';
 
 /** Words a compound part or a wildcard stands for at most, and all of a search's together. */
 const maxExpansions = 60;
@@ -172,26 +174,27 @@ export class Searcher {
     }
     found.facets = facetsOf(hits, index);
     const page = pageOf(hits, spec, index);
-    found.hits = page.length === 0 ? [] : await this.rowsOf(db, page);
+    found.hits = this.rowsOf(index, page);
     return found;
   }
 
-  /** The page's rows as the database has them now, in the page's order; a row deleted meanwhile is left out. */
-  private async rowsOf(db: Db, page: Ranked[]): Promise<Hit[]> {
-    // Ten rows by key: pipelined, as a person page's lookups are.
-    const rows = await db.query<Omit<Hit, 'score'>>(
-      `SELECT 'werk' AS typ, w.id, w.titel, p.slug, w.urheber AS person, w.beschreibung, w.art, w.jahr
-         FROM werk w JOIN person p ON p.id = w.person_id WHERE w.id = ANY($1::int[])
-       UNION ALL
-       SELECT 'person', p.id, p.vorname || ' ' || p.nachname, p.slug, NULL, NULL, NULL, NULL
-         FROM person p WHERE p.id = ANY($2::int[])`,
-      [page.filter((h) => h.typ === 'werk').map((h) => h.id), page.filter((h) => h.typ === 'person').map((h) => h.id)],
-      { name: 'search-page', pipeline: true },
-    );
-    const byKey = new Map(rows.map((row) => [`${row.typ} ${row.id}`, row]));
-    return page.flatMap((h) => {
-      const row = byKey.get(`${h.typ} ${h.id}`);
-      return row ? [{ ...row, score: h.score }] : [];
+  /**
+   * The page's rows as the index has them, in the page's order, read in the same turn as the page
+   * was made (the index changes between turns only): a row taken out meanwhile is left out.
+   */
+  private rowsOf(index: WordIndex, page: Ranked[]): Hit[] {
+    const { personen, werke, names } = index;
+    return page.flatMap(({ typ, id, score }): Hit[] => {
+      if (typ === 'person') {
+        if (!personen.lexemes.rows.has(id)) return [];
+        return [{ typ, id, titel: names.text(personen.name.get(id)), slug: personen.slug.get(id), person: null, beschreibung: null, art: null, jahr: null, score }];
+      }
+      if (!werke.lexemes.rows.has(id)) return [];
+      const jahr = werke.jahr.get(id);
+      return [{
+        typ, id, titel: werke.titel.get(id), slug: personen.slug.get(werke.person.get(id)), person: names.text(werke.creator.get(id)),
+        beschreibung: werke.beschreibung.get(id), art: werke.arts.text(werke.art.get(id)), jahr: jahr === noYear ? null : jahr, score,
+      }];
     });
   }
 

@@ -25,7 +25,7 @@ export function textsOf(kind: Kind, index: WordIndex, descriptions: Descriptions
   return {
     text: (tag, id, prefix) => {
       switch (tag) {
-        case 't': return werke.titel.get(id);
+        case 't': return werke.folded.get(id);
         case 'c': return personen.folded.get(werke.person.get(id));
         case 'r': return foldedArt(index, werke.art.get(id));
         case 'y': {

@@ -1,7 +1,8 @@
 // The word index a process searches (docs/performance.md, Search): for persons and for works, the
 // ids of the rows having each lexeme of their tsvector (sql/009_search_words.sql: t:haus, ts:haus,
-// c:muller …), what ranking, sorting and facets need of each row, and the ids of each type,
-// decade and creator. lib/search/sync.ts fills it from PostgreSQL and keeps it current.
+// c:muller …), what ranking, sorting and facets need of each row, what the result list shows of
+// it (title, description, the person's slug), and the ids of each type, decade and creator.
+// lib/search/sync.ts fills it from PostgreSQL and keeps it current.
 import { Column, Field, Interned, Texts } from './columns.ts';
 import { IdSet } from './id-set.ts';
 import { Vocabulary } from './vocabulary.ts';
@@ -15,6 +16,7 @@ export interface PersonRow {
   folded: string;
   /** search_fold(nachname vorname): the order by author. */
   author: string;
+  slug: string;
   /** The row's lexemes, separated by spaces. */
   lexemes: string;
 }
@@ -27,8 +29,10 @@ export interface WerkRow {
   urheber: string;
   art: string;
   jahr: number | null;
-  /** The title folded (werk.suche_titel). */
   titel: string;
+  beschreibung: string;
+  /** The title folded (werk.suche_titel). */
+  folded: string;
   lexemes: string;
 }
 
@@ -126,6 +130,7 @@ export class Personen {
   readonly name = new Column(-1);
   readonly folded = new Texts();
   readonly author = new Texts();
+  readonly slug = new Texts();
   readonly byName = new Groups<number>();
 
   constructor(private readonly names: Interned) {}
@@ -137,6 +142,7 @@ export class Personen {
     this.byName.add(name, row.id);
     this.folded.set(row.id, row.folded);
     this.author.set(row.id, row.author);
+    this.slug.set(row.id, row.slug);
     this.lexemes.add(row.id, row.lexemes);
   }
 
@@ -149,6 +155,11 @@ export class Personen {
     this.name.set(id, -1);
     this.folded.delete(id);
     this.author.delete(id);
+    this.slug.delete(id);
+  }
+
+  get bytes(): number {
+    return this.lexemes.bytes + this.name.bytes + this.folded.bytes + this.author.bytes + this.slug.bytes;
   }
 }
 
@@ -164,10 +175,10 @@ export class Werke {
   /** The year, noYear for a work without one. */
   readonly jahr = new Field(this.facts, 3);
 
-  get factsBytes(): number {
-    return this.facts.bytes;
-  }
+  /** The title and description as the result list shows them, and the title folded (the order by title, phrases). */
   readonly titel = new Texts();
+  readonly beschreibung = new Texts();
+  readonly folded = new Texts();
   readonly arts = new Interned();
   readonly byArt = new Groups<number>();
   readonly byDecade = new Groups<number>();
@@ -184,6 +195,8 @@ export class Werke {
     this.art.set(row.id, art);
     this.jahr.set(row.id, row.jahr ?? noYear);
     this.titel.set(row.id, row.titel);
+    this.beschreibung.set(row.id, row.beschreibung);
+    this.folded.set(row.id, row.folded);
     this.byArt.add(art, row.id);
     this.byCreator.add(creator, row.id);
     if (row.jahr !== null) this.byDecade.add(decadeOf(row.jahr), row.id);
@@ -202,6 +215,12 @@ export class Werke {
     for (const field of [this.person, this.creator, this.art]) field.set(id, -1);
     this.jahr.set(id, noYear);
     this.titel.delete(id);
+    this.beschreibung.delete(id);
+    this.folded.delete(id);
+  }
+
+  get bytes(): number {
+    return this.lexemes.bytes + this.facts.bytes + this.titel.bytes + this.beschreibung.bytes + this.folded.bytes;
   }
 }
 
@@ -215,9 +234,7 @@ export class WordIndex {
 
   /** Bytes held outside the JavaScript heap: the sets, the fields and the texts (not the groups of the facets). */
   get bytes(): number {
-    const { personen, werke } = this;
-    return personen.lexemes.bytes + personen.name.bytes + personen.folded.bytes + personen.author.bytes
-      + werke.lexemes.bytes + werke.factsBytes + werke.titel.bytes;
+    return this.personen.bytes + this.werke.bytes;
   }
 }
 

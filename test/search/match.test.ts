@@ -11,9 +11,9 @@ import { WordIndex } from '../../lib/search/word-index.ts';
 function indexOf(): WordIndex {
   const index = new WordIndex();
   for (let id = 1; id < 3 * 65_536; id += 97) {
-    index.werke.put({ id, person_id: 1, urheber: 'Anna Muster', art: 'Roman', jahr: 2000, titel: `titel ${id}`, lexemes: id % 3 === 0 ? 't:nebel t:titel' : 't:titel' }, []);
+    index.werke.put({ id, person_id: 1, urheber: 'Anna Muster', art: 'Roman', jahr: 2000, titel: `Titel ${id}`, beschreibung: '', folded: `titel ${id}`, lexemes: id % 3 === 0 ? 't:nebel t:titel' : 't:titel' }, []);
   }
-  for (let id = 1; id <= 5; id++) index.personen.put({ id, name: `Person ${id}`, folded: `person ${id}`, author: `${id} person`, lexemes: 'c:person' }, []);
+  for (let id = 1; id <= 5; id++) index.personen.put({ id, name: `Person ${id}`, folded: `person ${id}`, author: `${id} person`, slug: `person-${id}`, lexemes: 'c:person' }, []);
   return index;
 }
 
@@ -22,8 +22,8 @@ test('a search that awaits between blocks takes its rows whatever runs meanwhile
   const nebel = index.werke.lexemes.of('t:nebel');
   assert.ok(nebel);
   // Works without nebel (a NOT: every row of each block but those), checked with descriptions read.
-  const plan: Plan = { kind: 'werk', rows: { t: 'not', part: { t: 'sets', sets: [nebel] } }, check: () => true, description: true, scores: [] };
-  const persons: Plan = { kind: 'person', rows: { t: 'all' }, check: null, description: false, scores: [] };
+  const plan: Plan = { kind: 'werk', rows: { t: 'not', part: { t: 'sets', sets: [nebel] } }, check: () => true, description: true, early: false, scores: [] };
+  const persons: Plan = { kind: 'person', rows: { t: 'all' }, check: null, description: false, early: false, scores: [] };
   const options = (describe: (ids: number[]) => Promise<Descriptions>) => ({
     limit: 10_000, maxChecked: 100_000, texts: () => ({ text: () => '' }), describe,
   });
@@ -36,4 +36,31 @@ test('a search that awaits between blocks takes its rows whatever runs meanwhile
   assert.ok(alone.ids.length > 1000, `${alone.ids.length} rows`);
   assert.deepEqual(beside.ids, alone.ids);
   assert.ok(alone.ids.every((id) => id % 3 !== 0));
+});
+
+test('a plan whose phrases must all be there reads the descriptions of the rows the index cannot decide only', async () => {
+  const index = indexOf();
+  const texts = (descriptions: Descriptions | null) => ({ text: (tag: string, id: number) => (tag === 'd' ? descriptions?.get(id)?.text ?? '' : id % 2 === 0 ? 'hit' : '') });
+  // Even ids pass on their title; of the odd ones, every third passes on its description.
+  const check = (id: number, source: { text: (tag: 't' | 'd', id: number, prefix: boolean) => string }) => source.text('t', id, false) === 'hit' || source.text('d', id, false) === 'hit';
+  const describe = (asked: number[][]) => async (ids: number[]): Promise<Descriptions> => {
+    asked.push(ids);
+    return new Map(ids.map((id) => [id, { text: id % 3 === 0 ? 'hit' : 'other', described: true }]));
+  };
+  const run = async (early: boolean, limit: number) => {
+    const asked: number[][] = [];
+    const plan: Plan = { kind: 'werk', rows: { t: 'all' }, check, description: true, early, scores: [] };
+    const taken = await takeRows(plan, index.werke.lexemes.rows, { limit, maxChecked: 100_000, texts, describe: describe(asked) });
+    return { ids: taken.ids, asked: asked.flat(), kept: [...(taken.descriptions?.keys() ?? [])] };
+  };
+  for (const limit of [5, 700, 100_000]) {
+    const eager = await run(false, limit);
+    const early = await run(true, limit);
+    assert.deepEqual(early.ids, eager.ids, `limit ${limit}`);
+    assert.ok(early.ids.some((id) => id % 2 !== 0), 'some rows are hits by their description');
+    assert.ok(early.asked.length > 0 && early.asked.every((id) => id % 2 !== 0), `limit ${limit}: only undecided rows are described`);
+    assert.ok(early.asked.length < eager.asked.length);
+    // The descriptions kept for the rank are those of the hits that passed on them.
+    assert.deepEqual(early.kept, early.ids.filter((id) => id % 2 !== 0));
+  }
 });

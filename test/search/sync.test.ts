@@ -41,8 +41,8 @@ function contents(index: WordIndex) {
   return {
     personen: lexemes(personen.lexemes),
     werke: lexemes(werke.lexemes),
-    persons: [...personen.lexemes.rows.ids()].map((id) => [id, names.text(personen.name.get(id)), personen.folded.get(id), personen.author.get(id)]),
-    works: [...werke.lexemes.rows.ids()].map((id) => [id, werke.person.get(id), names.text(werke.creator.get(id)), werke.arts.text(werke.art.get(id)), werke.jahr.get(id), werke.titel.get(id)]),
+    persons: [...personen.lexemes.rows.ids()].map((id) => [id, names.text(personen.name.get(id)), personen.folded.get(id), personen.author.get(id), personen.slug.get(id)]),
+    works: [...werke.lexemes.rows.ids()].map((id) => [id, werke.person.get(id), names.text(werke.creator.get(id)), werke.arts.text(werke.art.get(id)), werke.jahr.get(id), werke.titel.get(id), werke.beschreibung.get(id), werke.folded.get(id)]),
   };
 }
 
@@ -74,8 +74,8 @@ describe('the word index follows the database', () => {
           [person?.id, `${word()} am ${word()}`, word(), 1900 + round, `Mit ${word()} und ${word()}.`, word()]);
       });
       const [some] = await db.query<{ id: number }>('SELECT id FROM werk ORDER BY md5(id::text || $1) LIMIT 1', [String(round)]);
-      await db.query(`UPDATE werk SET titel = $2, art = $3, jahr = $4 WHERE id = $1`, [some?.id, `${word()} ${word()}`, round % 3 ? word() : '', round % 2 ? null : -5 + round]);
-      if (round % 3 === 0) await db.query(`UPDATE person SET nachname = $1 WHERE id = (SELECT min(id) FROM person WHERE slug LIKE 'folge-%')`, [`Neu${round}`]);
+      await db.query(`UPDATE werk SET titel = $2, art = $3, jahr = $4, beschreibung = $5 WHERE id = $1`, [some?.id, `${word()} ${word()}`, round % 3 ? word() : '', round % 2 ? null : -5 + round, `Neu: ${word()}.`]);
+      if (round % 3 === 0) await db.query(`UPDATE person SET nachname = $1, slug = $2 WHERE id = (SELECT min(id) FROM person WHERE slug LIKE 'folge-%')`, [`Neu${round}`, `folge-neu-${round}`]);
       if (round % 4 === 1) await db.query(`DELETE FROM werk WHERE id = (SELECT max(id) FROM werk)`);
       if (round % 5 === 2) await db.query(`DELETE FROM person WHERE slug = $1`, [`folge-${round - 1}`]);
       // Caught up now and then, so that notes of several rounds are read at once as well.
@@ -85,6 +85,11 @@ describe('the word index follows the database', () => {
     const fresh = contents(await current(await follow()));
     assert.ok(followed.works.length > 20, `${followed.works.length} works`);
     assert.deepEqual(followed, fresh);
+    // What the result list shows of each row is the database's.
+    const shown = await db.query<{ id: number; titel: string; beschreibung: string; slug: string }>('SELECT w.id, w.titel, w.beschreibung, p.slug FROM werk w JOIN person p ON p.id = w.person_id ORDER BY w.id');
+    const index = await current(sync);
+    assert.deepEqual(shown.map((w) => [w.id, w.titel, w.beschreibung, w.slug]), followed.works.map(([id]) => [id, index.werke.titel.get(id as number), index.werke.beschreibung.get(id as number), index.personen.slug.get(index.werke.person.get(id as number))]));
+    assert.ok(shown.some((w) => w.slug.startsWith('folge-neu-')) && shown.some((w) => w.beschreibung.startsWith('Neu: ')));
   });
 
   test('a transaction that commits after a catch-up read while it ran is read at the next', { skip: backend !== 'postgres' && 'PGlite has one connection: no transaction runs beside a read' }, async () => {
