@@ -7,7 +7,7 @@ import type { FacetFilter, FacetValue, Found, Hits } from './spec.ts';
 import { facetNames } from './spec.ts';
 import type { Interned } from './columns.ts';
 import type { WordIndex } from './word-index.ts';
-import { decadeOf, noYear } from './word-index.ts';
+import { decadeOf, noYear, Werke } from './word-index.ts';
 
 /**
  * How often each code comes among a search's hits, counted in an array by code: the codes of a
@@ -42,6 +42,8 @@ class Counter {
 }
 
 const counters = { creators: new Counter(), arts: new Counter(), decades: new Counter() };
+/** The facts of a search's hits, gathered (shared as the counters are). */
+let gathered = new Int32Array(4 * 1024);
 /** Decades are counted by their number from the earliest a work may have (sql/001_schema.sql: -3000). */
 const firstDecade = -3000;
 
@@ -50,10 +52,13 @@ export function facetsOf(hits: Hits, index: WordIndex): Found['facets'] {
   const { personen, werke } = index;
   const { creators, arts, decades } = counters;
   for (const id of hits.person.ids) creators.add(personen.name.get(id));
-  for (const id of hits.werk.ids) {
-    creators.add(werke.creator.get(id));
-    arts.add(werke.art.get(id));
-    const jahr = werke.jahr.get(id);
+  const { width } = werke.facts;
+  if (gathered.length < hits.werk.ids.length * width) gathered = new Int32Array(hits.werk.ids.length * width);
+  werke.facts.gather(hits.werk.ids, gathered);
+  for (let at = 0; at < hits.werk.ids.length * width; at += width) {
+    creators.add(gathered[at + Werke.creatorField]!);
+    arts.add(gathered[at + Werke.artField]!);
+    const jahr = gathered[at + Werke.jahrField]!;
     if (jahr !== noYear) decades.add((decadeOf(jahr) - firstDecade) / 10);
   }
   return {

@@ -165,15 +165,19 @@ export class Personen {
 
 export class Werke {
   readonly lexemes = new Lexemes(true);
-  /** What ranking, facets and sorting read of each hit, side by side. */
-  private readonly facts = new Column(-1, 4);
-  readonly person = new Field(this.facts, 0);
+  /** What ranking, facets and sorting read of each hit, side by side; gathered for many hits at once. */
+  readonly facts = new Column(-1, 4);
+  static readonly personField = 0;
+  static readonly creatorField = 1;
+  static readonly artField = 2;
+  static readonly jahrField = 3;
+  readonly person = new Field(this.facts, Werke.personField);
   /** The creator's name as a code of WordIndex.names. */
-  readonly creator = new Field(this.facts, 1);
+  readonly creator = new Field(this.facts, Werke.creatorField);
   /** The type as a code of arts. */
-  readonly art = new Field(this.facts, 2);
+  readonly art = new Field(this.facts, Werke.artField);
   /** The year, noYear for a work without one. */
-  readonly jahr = new Field(this.facts, 3);
+  readonly jahr = new Field(this.facts, Werke.jahrField);
 
   /** The title and description as the result list shows them, and the title folded (the order by title, phrases). */
   readonly titel = new Texts();
