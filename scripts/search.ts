@@ -102,6 +102,7 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
     // The fifty-odd links of the page share their start, written once.
     const start = searchPathStart(conditions, settings);
     const pathAt = (at: number, filters = settings.filters) => searchPathFrom(start, { ...settings, filters }, at);
+    const links = facetLinks(start, settings);
     Object.assign(result, {
       total: found.total,
       exact: found.exact,
@@ -112,9 +113,9 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
         marked: req.format === 'html' ? { titel: search.highlight(h.titel, found.marks), person: search.highlight(h.person ?? '', found.marks) } : null,
       })),
       facets: {
-        rtype: found.facets.rtype.map((f) => facetView('rtype', f, settings.filters, pathAt)),
-        creator: found.facets.creator.map((f) => facetView('creator', f, settings.filters, pathAt)),
-        decade: found.facets.decade.map((f) => facetView('decade', f, settings.filters, pathAt)),
+        rtype: found.facets.rtype.map((f) => facetView('rtype', f, settings, links)),
+        creator: found.facets.creator.map((f) => facetView('creator', f, settings, links)),
+        decade: found.facets.decade.map((f) => facetView('decade', f, settings, links)),
       },
       applied: settings.filters.map((f, i) => ({ ...f, remove: pathAt(0, settings.filters.filter((_, j) => j !== i)) })),
       orders: search.sorts.map((sort) => ({ sort, label: sortLabels[sort], path: searchPathFrom(start, { ...settings, sort }, 0) })),
@@ -134,10 +135,30 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
   };
 }
 
-function facetView(name: search.FacetName, f: search.FacetValue, filters: readonly FacetFilter[], pathAt: (at: number, filters: FacetFilter[]) => string): FacetView {
+function facetView(name: search.FacetName, f: search.FacetValue, settings: Settings, links: FacetLinks): FacetView {
   // A value already applied links to the list as it is, not to the facet given twice.
-  const applied = filters.some((a) => a.name === name && a.mode === 'include' && a.value === f.value);
-  return { value: f.value, count: f.count, path: pathAt(0, applied ? [...filters] : [...filters, { name, mode: 'include', value: f.value }]) };
+  const applied = settings.filters.some((a) => a.name === name && a.mode === 'include' && a.value === f.value);
+  return { value: f.value, count: f.count, path: applied ? links.current : links.adding(name, f.value) };
+}
+
+interface FacetLinks {
+  /** The search at its first page. */
+  current: string;
+  /** The search at its first page with one facet more. */
+  adding(name: search.FacetName, value: string): string;
+}
+
+/**
+ * The links of a search's facet values. A facet added comes after those applied and before the
+ * language: what comes before and after it is written once for the page's fifty-odd links.
+ */
+function facetLinks(start: string, settings: Settings): FacetLinks {
+  const head = searchPathFrom(start, { ...settings, lang: null }, 0);
+  const tail = settings.lang ? `&${buildQuery([['lang', settings.lang]])}` : '';
+  return {
+    current: searchPathFrom(start, settings, 0),
+    adding: (name, value) => `${head}&${buildQuery([['facet', `${name},include,${value}`]])}${tail}`,
+  };
 }
 
 export function describe(conditions: readonly Condition[]): string {

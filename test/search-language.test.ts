@@ -250,6 +250,13 @@ describe('ranking, sorting and facets', () => {
     const own = applied.facets.creator.find((f) => f.value === 'Jürgen Müller');
     assert.ok(own);
     assert.equal(own.url.match(/facet=/g)?.length, 1);
+    // A facet's link keeps the order, the facets applied and the language, and adds its own after those.
+    const kept = await search(`${q('müller')}&sortby=date_a&facet=${encodeURIComponent('rtype,exclude,Skizze')}&lang=de_DE`);
+    const type = kept.facets.rtype[0];
+    assert.ok(type);
+    assert.equal(new URL(type.url).search, `?${q('müller')}&tab=default_tab&search_scope=default_scope&vid=portfolio&sortby=date_a&facet=rtype,exclude,Skizze&facet=rtype,include,${encodeURIComponent(type.value)}&lang=de_DE`);
+    const narrowed = await follow(type.url);
+    assert.deepEqual([narrowed.sortby, narrowed.facet], ['date_a', ['rtype,exclude,Skizze', `rtype,include,${type.value}`]]);
     const eleven = Array.from({ length: 11 }, (_, i) => `facet=rtype,exclude,Typ${i}`).join('&');
     const refused = await fetch(`${server.origin}/search.json?${q('müller')}&${eleven}`);
     assert.equal(refused.status, 400);

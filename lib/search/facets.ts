@@ -32,12 +32,45 @@ class Counter {
     if (count === 0) this.seen.push(code);
   }
 
-  /** Each code counted with its count, in the order first counted; the counts are cleared. */
-  take(): [code: number, count: number][] {
-    const counted = this.seen.map((code): [number, number] => [code, this.counts[code] as number]);
+  /**
+   * The `limit` codes counted most often, then by text (the empty text left out), as facet
+   * values; the counts are cleared. A code counted less often than the last of those is passed
+   * by without reading its text.
+   */
+  top(texts: Interned, limit: number): FacetValue[] {
+    const best: number[] = [];
+    const { counts } = this;
+    for (const code of this.seen) {
+      const count = counts[code] as number;
+      const last = best[limit - 1];
+      if (last !== undefined && count < (counts[last] as number)) continue;
+      if (texts.text(code) === '') continue;
+      let at = best.length;
+      while (at > 0) {
+        const other = best[at - 1] as number;
+        const times = counts[other] as number;
+        if (count < times || (count === times && texts.order(code) > texts.order(other))) break;
+        at--;
+      }
+      if (at === limit) continue;
+      best.splice(at, 0, code);
+      if (best.length > limit) best.pop();
+    }
+    const values = best.map((code) => ({ value: texts.text(code), count: counts[code] as number }));
+    this.clear();
+    return values;
+  }
+
+  /** Each code counted with its count, by code from the highest; the counts are cleared. */
+  all(): [code: number, count: number][] {
+    const counted = this.seen.sort((a, b) => b - a).map((code): [number, number] => [code, this.counts[code] as number]);
+    this.clear();
+    return counted;
+  }
+
+  private clear(): void {
     for (const code of this.seen) this.counts[code] = 0;
     this.seen.length = 0;
-    return counted;
   }
 }
 
@@ -62,35 +95,11 @@ export function facetsOf(hits: Hits, index: WordIndex): Found['facets'] {
     if (jahr !== noYear) decades.add((decadeOf(jahr) - firstDecade) / 10);
   }
   return {
-    rtype: top(arts.take(), index.werke.arts, 20),
+    rtype: arts.top(index.werke.arts, 20),
     // Codes stand for one text each: two persons of one name are one creator.
-    creator: top(creators.take(), index.names, 10),
-    decade: decades.take().sort(([a], [b]) => b - a).map(([n, count]) => ({ value: String(n * 10 + firstDecade), count })),
+    creator: creators.top(index.names, 10),
+    decade: decades.all().map(([n, count]) => ({ value: String(n * 10 + firstDecade), count })),
   };
-}
-
-/**
- * The `limit` codes that come most often, then by text (the empty text left out); a code that
- * comes less often than the last of those is passed by without reading its text.
- */
-function top(counted: readonly [code: number, count: number][], texts: Interned, limit: number): FacetValue[] {
-  const best: [code: number, count: number][] = [];
-  for (const entry of counted) {
-    const [code, count] = entry;
-    const last = best[limit - 1];
-    if (last && count < last[1]) continue;
-    if (texts.text(code) === '') continue;
-    let at = best.length;
-    while (at > 0) {
-      const [other, times] = best[at - 1] as [number, number];
-      if (count < times || (count === times && texts.order(code) > texts.order(other))) break;
-      at--;
-    }
-    if (at === limit) continue;
-    best.splice(at, 0, entry);
-    if (best.length > limit) best.pop();
-  }
-  return best.map(([code, count]) => ({ value: texts.text(code), count }));
 }
 
 /** A kind's rows narrowed by the facets: values of one facet widen, facets together narrow. */
