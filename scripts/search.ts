@@ -109,7 +109,7 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
       marks: found.marks,
       hits: found.hits.map((h) => ({
         typ: h.typ, id: h.id, titel: h.titel, slug: h.slug, person: h.person, rank: h.score, art: h.art, jahr: h.jahr,
-        excerpt: h.beschreibung ? search.excerpt(h.beschreibung, found.marks) : null,
+        excerpt: h.beschreibung ? search.excerpt(h.beschreibung, found.marks, { marked: req.format === 'html' }) : null,
         marked: req.format === 'html' ? { titel: search.highlight(h.titel, found.marks), person: search.highlight(h.person ?? '', found.marks) } : null,
       })),
       facets: {

@@ -353,7 +353,9 @@ describe('excerpts and marks', () => {
 
   test('an excerpt cut among emoji keeps each whole', () => {
     for (const [before, after] of [[60, 60], [61, 59], [59, 61]] as const) {
-      const text = excerpt(`${'😀'.repeat(before)}probewort${'😀'.repeat(after)}`, ['probewort'])?.map((p) => p.text).join('') ?? '';
+      const written = `${'😀'.repeat(before)}probewort${'😀'.repeat(after)}`;
+      const text = excerpt(written, ['probewort'], { marked: true })?.map((p) => p.text).join('') ?? '';
+      assert.deepEqual(excerpt(written, ['probewort'], { marked: false }), [{ text, mark: false }]);
       assert.match(text, /probewort/);
       assert.doesNotMatch(text, /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/, `${before} ${after}`);
     }

@@ -50,8 +50,12 @@ export function highlight(text: string, marks: readonly string[]): Piece[] {
   return pieces;
 }
 
-/** About `length` characters of text around its first marked word, with … where it was cut; null when no word is marked. */
-export function excerpt(text: string, marks: readonly string[], length = 160): Piece[] | null {
+/**
+ * About `length` characters of text around its first marked word, with … where it was cut; null
+ * when no word is marked. Its words marked (for HTML), or as one piece (for JSON and XML).
+ */
+export function excerpt(text: string, marks: readonly string[], options: { marked: boolean; length?: number }): Piece[] | null {
+  const length = options.length ?? 160;
   // The first marked word, read word by word up to it: only the excerpt is taken apart.
   let at = -1;
   let after = -1;
@@ -77,8 +81,11 @@ export function excerpt(text: string, marks: readonly string[], length = 160): P
   // Not between the two halves of a character outside the BMP (an emoji).
   if (/[\uDC00-\uDFFF]/.test(text.charAt(start))) start -= 1;
   if (/[\uD800-\uDBFF]/.test(text.charAt(end - 1))) end += 1;
+  const opening = start > 0 ? '…' : '';
+  const closing = end < text.length ? '…' : '';
+  if (!options.marked) return [{ text: `${opening}${text.slice(start, end)}${closing}`, mark: false }];
   const cut = highlight(text.slice(start, end), marks);
-  if (start > 0) cut.unshift({ text: '…', mark: false });
-  if (end < text.length) cut.push({ text: '…', mark: false });
+  if (opening) cut.unshift({ text: opening, mark: false });
+  if (closing) cut.push({ text: closing, mark: false });
   return cut;
 }
