@@ -101,6 +101,20 @@ export class Texts {
   }
 
   /**
+   * Gives back the room the last growth left (up to half of the buffer), keeping a sixteenth for
+   * the changes to come: after the index is read whole.
+   */
+  fit(): void {
+    const size = Math.max(1 << 16, Math.ceil((this.used - this.garbage) * 1.0625));
+    if (size >= this.buffer.length) return;
+    const buffer = Buffer.alloc(size);
+    if (this.garbage === 0) this.buffer.copy(buffer, 0, 0, this.used);
+    else this.compactInto(buffer);
+    this.buffer = buffer;
+    this.garbage = 0;
+  }
+
+  /**
    * Room for length more bytes: a buffer half again as large as what it must hold, into which
    * the live texts are copied one by one when half of the old one is garbage, or the old one
    * whole otherwise.

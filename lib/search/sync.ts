@@ -157,6 +157,7 @@ export class IndexSync {
       const index = new WordIndex();
       const [start] = await this.db.query<{ snapshot: string }>('SELECT pg_current_snapshot()::text AS snapshot');
       await load(this.db, index);
+      index.fit();
       const caught = await readChanges(this.db, start?.snapshot ?? '');
       if (!caught.reload) {
         apply(index, caught);

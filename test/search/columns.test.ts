@@ -45,3 +45,22 @@ test('interned texts have one code each, and an order that is by code point', ()
   assert.ok(names.order(c) < names.order(b));
   assert.ok(names.order(a) < names.order(c));
 });
+
+test('texts fitted to what they hold give the room back and read back the same, before and after more changes', () => {
+  for (const edited of [false, true]) {
+    const texts = new Texts();
+    const plain = new Map<number, string>();
+    for (let id = 0; id < 20_000; id++) {
+      const text = `Beschreibung ${id} ${'ä'.repeat(id % 11)}`;
+      texts.set(id, text);
+      plain.set(id, text);
+    }
+    if (edited) for (let id = 0; id < 20_000; id += 3) texts.set(id, (plain.set(id, `neu ${id}`), `neu ${id}`));
+    const before = texts.bytes;
+    texts.fit();
+    assert.ok(texts.bytes < before, `${texts.bytes} bytes, ${before} before`);
+    for (let id = 0; id < 20_000; id++) assert.equal(texts.get(id), plain.get(id), `id ${id}`);
+    for (let id = 20_000; id < 25_000; id++) texts.set(id, (plain.set(id, `später ${id}`), `später ${id}`));
+    for (let id = 0; id < 25_000; id++) assert.equal(texts.get(id), plain.get(id), `id ${id}`);
+  }
+});
