@@ -47,12 +47,15 @@ export async function takeRows(plan: Plan, rows: IdSet, options: TakeOptions): P
       if (checked >= options.maxChecked) return { ids, stopped: true, descriptions };
       const chunk = candidates.slice(at, Math.min(at + describeChunk, at + options.maxChecked - checked));
       // The descriptions of a chunk, of which those of the rows taken are kept for their rank.
-      const wanting = descriptions && plan.early ? undecided(plan, chunk, options.texts(null), limit - ids.length) : chunk;
+      // With an early plan, the rows that pass without their description are hits as they were
+      // then: the index may change while the others' descriptions are read.
+      const early = descriptions && plan.early ? undecided(plan, chunk, options.texts(null), limit - ids.length) : null;
+      const wanting = early ? early.open : chunk;
       const described = descriptions ? (wanting.length > 0 ? await options.describe(wanting) : new Map()) : null;
       const chunkTexts = described ? options.texts(described) : texts;
       for (const id of chunk) {
         checked++;
-        if (plan.check(id, chunkTexts)) {
+        if (early?.passed.has(id) || plan.check(id, chunkTexts)) {
           ids.push(id);
           const description = described?.get(id);
           if (description) descriptions?.set(id, description);
@@ -65,17 +68,18 @@ export async function takeRows(plan: Plan, rows: IdSet, options: TakeOptions): P
 }
 
 /**
- * The rows of chunk that do not pass the plan's checks without their description, up to the row
- * by which `wanted` rows passed: the rows after it are not reached.
+ * The rows of chunk that do not pass the plan's checks without their description (open) and
+ * those that do, up to the row by which `wanted` passed: the hits are taken before the rows after
+ * it are reached.
  */
-function undecided(plan: Plan, chunk: readonly number[], texts: TextSource, wanted: number): number[] {
+function undecided(plan: Plan, chunk: readonly number[], texts: TextSource, wanted: number): { open: number[]; passed: Set<number> } {
   const open: number[] = [];
-  let passed = 0;
+  const passed = new Set<number>();
   for (const id of chunk) {
     if (!plan.check?.(id, texts)) open.push(id);
-    else if (++passed === wanted) break;
+    else if (passed.add(id).size === wanted) break;
   }
-  return open;
+  return { open, passed };
 }
 
 /**

@@ -86,12 +86,15 @@ export class Searcher {
       try {
         return await this.sync.current(await version());
       } catch (err) {
-        if (err instanceof DbUnavailableError && db !== this.sync.db) return this.sync.latest;
+        if (err instanceof DbUnavailableError && db !== this.sync.db) return { index: this.sync.latest, current: false };
         throw err;
       }
     };
     return {
-      find: async (spec) => this.find(db, await index(), spec),
+      find: async (spec) => {
+        const { index: found, current } = await index();
+        return this.find(db, found, current, spec);
+      },
       suggest: (conditions, lines) => this.suggest(db, conditions, lines),
     };
   }
@@ -136,7 +139,8 @@ export class Searcher {
     return stems;
   }
 
-  private async find(db: Db, index: WordIndex, spec: SearchSpec): Promise<Found> {
+  /** current: whether the index has every change the request's version counts (it is not being read anew). */
+  private async find(db: Db, index: WordIndex, current: boolean, spec: SearchSpec): Promise<Found> {
     const { cap } = this.limits;
     const words = await this.words(db, index, spec.lines);
     await this.loop.next();
@@ -174,7 +178,9 @@ export class Searcher {
     }
     found.facets = facetsOf(hits, index);
     const page = pageOf(hits, spec, index);
-    found.hits = this.rowsOf(index, page);
+    // An index behind the database (read anew meanwhile, or the primary out of reach) may still
+    // have rows that are gone or changed: the page's rows are read where the request reads then.
+    found.hits = current ? this.rowsOf(index, page) : page.length === 0 ? [] : await this.rowsRead(db, page);
     return found;
   }
 
@@ -195,6 +201,25 @@ export class Searcher {
         typ, id, titel: werke.titel.get(id), slug: personen.slug.get(werke.person.get(id)), person: names.text(werke.creator.get(id)),
         beschreibung: werke.beschreibung.get(id), art: werke.arts.text(werke.art.get(id)), jahr: jahr === noYear ? null : jahr, score,
       }];
+    });
+  }
+
+  /** The page's rows as the database has them now, in the page's order; a row deleted meanwhile is left out. */
+  private async rowsRead(db: Db, page: Ranked[]): Promise<Hit[]> {
+    // Ten rows by key: pipelined, as a person page's lookups are.
+    const rows = await db.query<Omit<Hit, 'score'>>(
+      `SELECT 'werk' AS typ, w.id, w.titel, p.slug, w.urheber AS person, w.beschreibung, w.art, w.jahr
+         FROM werk w JOIN person p ON p.id = w.person_id WHERE w.id = ANY($1::int[])
+       UNION ALL
+       SELECT 'person', p.id, p.vorname || ' ' || p.nachname, p.slug, NULL, NULL, NULL, NULL
+         FROM person p WHERE p.id = ANY($2::int[])`,
+      [page.filter((h) => h.typ === 'werk').map((h) => h.id), page.filter((h) => h.typ === 'person').map((h) => h.id)],
+      { name: 'search-page', pipeline: true },
+    );
+    const byKey = new Map(rows.map((row) => [`${row.typ} ${row.id}`, row]));
+    return page.flatMap((h) => {
+      const row = byKey.get(`${h.typ} ${h.id}`);
+      return row ? [{ ...row, score: h.score }] : [];
     });
   }
 

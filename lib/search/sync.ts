@@ -97,12 +97,13 @@ export class IndexSync {
   /**
    * The index with every change that the data version `wanted` counts (lib/db/data-version.ts),
    * read by the request on this database after it came; null (not read) catches up once. While
-   * everything is read again, the index before.
+   * everything is read again, the index before, which is not `current`: its rows may be gone or
+   * changed since.
    */
-  async current(wanted: bigint | null): Promise<WordIndex> {
+  async current(wanted: bigint | null): Promise<{ index: WordIndex; current: boolean }> {
     if (wanted === null) {
       if (!this.reading) await this.step();
-      return this.index;
+      return { index: this.index, current: !this.reading };
     }
     // A catch-up under way may have started before the change the version counts: it is waited
     // for, and then one more if the index is still behind. Each reads at a snapshot taken after
@@ -111,7 +112,7 @@ export class IndexSync {
       if (this.stepping) await this.stepping.catch(() => undefined);
       else await this.step();
     }
-    return this.index;
+    return { index: this.index, current: !this.reading && this.version >= wanted };
   }
 
   /** One catch-up at a time: a caller that finds one under way waits for it first. */

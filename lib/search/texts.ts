@@ -1,6 +1,6 @@
 // The folded texts of a search's rows by field, for the checks of phrases, exact and begins_with
-// and their rank: titles, names, types and years from the word index, a work's description from
-// the database (it stays there: it is most of a work's text).
+// and their rank: titles, names, types and years from the word index, a work's folded description
+// (werk.suche_text, with its type and year) from the database, for the rows a check reads it of.
 import { fold } from './language.ts';
 import type { WordIndex } from './word-index.ts';
 import { noYear } from './word-index.ts';

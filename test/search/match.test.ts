@@ -64,3 +64,22 @@ test('a plan whose phrases must all be there reads the descriptions of the rows 
     assert.deepEqual(early.kept, early.ids.filter((id) => id % 2 !== 0));
   }
 });
+
+test('rows that passed without their description stay hits when the index changes while the others are read', async () => {
+  const index = indexOf();
+  const titles = new Map<number, string>([...index.werke.lexemes.rows.ids()].map((id) => [id, id % 2 === 0 ? 'hit' : '']));
+  const texts = (descriptions: Descriptions | null) => ({ text: (tag: string, id: number) => (tag === 'd' ? descriptions?.get(id)?.text ?? '' : titles.get(id) ?? '') });
+  const check = (id: number, source: { text: (tag: 't' | 'd', id: number, prefix: boolean) => string }) => source.text('t', id, false) === 'hit' || source.text('d', id, false) === 'hit';
+  const describe = (change: boolean) => async (ids: number[]): Promise<Descriptions> => {
+    // A catch-up meanwhile: the titles lose the phrase.
+    if (change) for (const id of titles.keys()) titles.set(id, '');
+    return new Map(ids.map((id) => [id, { text: id % 3 === 0 ? 'hit' : 'other', described: true }]));
+  };
+  const run = async (early: boolean, change: boolean) => {
+    const plan: Plan = { kind: 'werk', rows: { t: 'all' }, check, description: true, early, scores: [] };
+    return (await takeRows(plan, index.werke.lexemes.rows, { limit: 40, maxChecked: 100_000, texts, describe: describe(change) })).ids;
+  };
+  const before = await run(false, false);
+  assert.ok(before.some((id) => id % 2 === 0) && before.some((id) => id % 2 !== 0));
+  assert.deepEqual(await run(true, true), before);
+});

@@ -31,7 +31,7 @@ async function current(sync: IndexSync): Promise<WordIndex> {
   const now = await version.current();
   await sync.current(now);
   await sync.whenRead();
-  return sync.current(now);
+  return (await sync.current(now)).index;
 }
 
 /** What an index holds, as plain values: every lexeme's ids, and each row's fields. */
@@ -146,8 +146,16 @@ describe('the word index follows the database', () => {
 
   test('TRUNCATE and a statement of many rows are read as everything changed', async () => {
     const sync = await follow();
+    const before = (await sync.current(await version.current())).index;
+    assert.ok(before.werke.lexemes.rows.size > 0);
     await db.exec('TRUNCATE werk CASCADE');
+    // While everything is read again, the index before answers, and says it is not current: its
+    // rows are gone (a search reads its page's rows from the database then).
+    const during = await sync.current(await version.current());
+    assert.deepEqual([during.index === before, during.current], [true, false]);
     assert.equal((await current(sync)).werke.lexemes.rows.size, 0);
+    const after = await sync.current(await version.current());
+    assert.deepEqual([after.index === before, after.current], [false, true]);
     // More rows in one statement than are noted one by one (search_many, 10,000).
     const many = backend === 'postgres' ? 10_001 : 20;
     await db.query(`INSERT INTO werk (person_id, titel) SELECT (SELECT min(id) FROM person), 'Massenblatt ' || i FROM generate_series(1, $1::int) AS i`, [many]);
