@@ -102,7 +102,7 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
     // The fifty-odd links of the page share their start, written once.
     const start = searchPathStart(conditions, settings);
     const pathAt = (at: number, filters = settings.filters) => searchPathFrom(start, { ...settings, filters }, at);
-    const links = facetLinks(start, settings);
+    const links = facetLinks(start, settings, pathAt(0));
     Object.assign(result, {
       total: found.total,
       exact: found.exact,
@@ -152,11 +152,11 @@ interface FacetLinks {
  * The links of a search's facet values. A facet added comes after those applied and before the
  * language: what comes before and after it is written once for the page's fifty-odd links.
  */
-function facetLinks(start: string, settings: Settings): FacetLinks {
+function facetLinks(start: string, settings: Settings, current: string): FacetLinks {
   const head = searchPathFrom(start, { ...settings, lang: null }, 0);
   const tail = settings.lang ? `&${buildQuery([['lang', settings.lang]])}` : '';
   return {
-    current: searchPathFrom(start, settings, 0),
+    current,
     adding: (name, value) => `${head}&${buildQuery([['facet', `${name},include,${value}`]])}${tail}`,
   };
 }

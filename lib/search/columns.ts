@@ -14,11 +14,11 @@ const pageMask = pageSize - 1;
 export class Column {
   private readonly pages: (Int32Array | undefined)[] = [];
 
-  constructor(private readonly empty = 0, private readonly fields = 1) {}
+  constructor(private readonly empty = 0, readonly width = 1) {}
 
   get(id: number, field = 0): number {
     const page = this.pages[id >>> blockBits];
-    return page ? page[(id & pageMask) * this.fields + field]! : this.empty;
+    return page ? page[(id & pageMask) * this.width + field]! : this.empty;
   }
 
   /**
@@ -36,17 +36,13 @@ export class Column {
     }
   }
 
-  get width(): number {
-    return this.fields;
-  }
-
   set(id: number, value: number, field = 0): void {
     let page = this.pages[id >>> blockBits];
     if (!page) {
-      this.pages[id >>> blockBits] = page = new Int32Array(pageSize * this.fields);
+      this.pages[id >>> blockBits] = page = new Int32Array(pageSize * this.width);
       if (this.empty !== 0) page.fill(this.empty);
     }
-    page[(id & pageMask) * this.fields + field] = value;
+    page[(id & pageMask) * this.width + field] = value;
   }
 
   /** Pages of ids (65,536 each), some of them never set. */
