@@ -20,7 +20,7 @@ export interface MetricSources {
   /** The replicas (DATABASE_REPLICA_URL) as this process sees them. */
   replicas?: () => { host: string; up: boolean; lagMs: number; reads: number }[];
   /** The search's word index in this process (lib/search/word-index.ts). */
-  search?: () => { personen: number; werke: number; bytes: number; catchUps: number; reloads: number };
+  search?: () => { personen: number; werke: number; bytes: number; searches: number; catchUps: number; reloads: number };
 }
 
 type Json = MetricObjectWithValues<MetricValue<string>>[];
@@ -125,6 +125,14 @@ export class Metrics {
           this.reset();
           this.inc({ kind: 'catch_up' }, stats.catchUps);
           this.inc({ kind: 'reload' }, stats.reloads);
+        },
+      });
+      new Counter({
+        name: 'portfolio_searches_total', help: 'Searches made on the word index: requests for a search list that no kept result answered (requests that ask for one search at once share it).',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(search().searches);
         },
       });
     }

@@ -42,6 +42,8 @@ export class Searcher {
   private readonly loop = new LoopTurns();
   private readonly stems = new Map<string, string | null>();
   private counted: { at: number; personen: number; werke: number; bytes: number } | null = null;
+  /** Searches made on the index: the requests' that no kept result answered. */
+  private searches = 0;
 
   /** primary: the database whose changes the index follows. */
   constructor(primary: Db, private readonly limits: SearchLimits, options: SyncOptions) {
@@ -72,7 +74,7 @@ export class Searcher {
       this.counted = { at: Date.now(), personen: index.personen.lexemes.rows.size, werke: index.werke.lexemes.rows.size, bytes: index.bytes };
     }
     const { personen, werke, bytes } = this.counted;
-    return { personen, werke, bytes, ...this.sync.stats };
+    return { personen, werke, bytes, searches: this.searches, ...this.sync.stats };
   }
 
   /**
@@ -92,6 +94,7 @@ export class Searcher {
     };
     return {
       find: async (spec) => {
+        this.searches++;
         const { index: found, current } = await index();
         return this.find(db, found, current, spec);
       },

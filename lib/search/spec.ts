@@ -47,7 +47,7 @@ export interface Found {
   marks: string[];
 }
 
-export interface SearchStats { personen: number; werke: number; bytes: number; catchUps: number; reloads: number }
+export interface SearchStats { personen: number; werke: number; bytes: number; searches: number; catchUps: number; reloads: number }
 
 /** A search as a request runs it (lib/page/request.ts). */
 export interface RequestSearch {

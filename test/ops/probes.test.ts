@@ -77,6 +77,19 @@ describe('/metrics', () => {
     if (server.db.kind === 'postgres') assert.match(res.body, /^portfolio_db_pipeline_retries_total \d+$/m);
   });
 
+  test('counts the searches made on the word index, not those a kept result answers', async () => {
+    const searches = async () => Number(/^portfolio_searches_total (\d+)$/m.exec((await rawRequest(server.origin, '/metrics')).body)?.[1]);
+    const before = await searches();
+    assert.ok(Number.isInteger(before));
+    const first = await rawRequest(server.origin, '/search.json?query=any,contains,nebel%20hafen');
+    const again = await rawRequest(server.origin, '/search.json?query=any,contains,nebel%20hafen');
+    assert.equal(first.status, 200);
+    assert.equal(again.body, first.body);
+    assert.equal(await searches(), before + 1);
+    await rawRequest(server.origin, '/search.json?query=any,contains,haus');
+    assert.equal(await searches(), before + 2);
+  });
+
   test('is the site\'s usual 404 for a client behind a trusted proxy, or outside METRICS_ALLOW', async () => {
     const forwarded = await rawRequest(server.origin, '/metrics', { headers: { 'x-forwarded-for': '203.0.113.5' } });
     const nothing = await rawRequest(server.origin, '/metricz', { headers: { 'x-forwarded-for': '203.0.113.5' } });
