@@ -1,6 +1,6 @@
 // The page room: the one module a handler script in scripts/ may import (the loader hands every
 // script this very instance): what a script receives and returns, the nouns person, werk and loan
-// with their stores, forms, and the rules of changing data.
+// with their stores, forms, the rules of changing data, and the search list's URL and representations.
 // May import: auth, db, http, search.
 export type { Account, Identity } from '../auth/index.ts';
 export { findAccount } from '../auth/index.ts';
@@ -24,6 +24,10 @@ export type { PictureOptions } from './picture.ts';
 export { pictureIn, pictureWidths, storePicture } from './picture.ts';
 export type { Document, LinkFn, Outcome, Paging, ScriptModule, ScriptRequest } from './request.ts';
 export { buildQuery, loginLink, pageLinks, pagingOf, readId, readNonNegativeInteger, requireLogin } from './request.ts';
+export type { FacetView, HitView, SearchResult } from './search-list.ts';
+export { searchJson, searchXml } from './search-list.ts';
+export type { PathSettings, Replaced, SearchSettings } from './search-url.ts';
+export { conditionsFromForm, readSearchSettings, searchPath, searchPathFrom, searchPathStart, searchViews } from './search-url.ts';
 export type { Werk } from './werk.ts';
 export { editWerkPage, findWerk, newWerkPage, readWerk, resolveWerk, werkJson, werkValues, werkView, werkXml } from './werk.ts';
 export { deleteWerk, insertWerk, updateWerk } from './werk-store.ts';

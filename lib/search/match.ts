@@ -4,7 +4,8 @@
 // order, and at most maxChecked of them, so that no search costs more than that.
 import type { IdSet } from './id-set.ts';
 import { blockBits, blockWords, idsOf } from './id-set.ts';
-import type { Plan, Query } from './plan.ts';
+import type { Plan } from './plan.ts';
+import type { Query } from './query.ts';
 import type { Descriptions, TextSource } from './texts.ts';
 
 

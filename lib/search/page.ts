@@ -1,7 +1,9 @@
 // The page of a search's hits in the order it asks for (docs/interface.md, Search): ranked,
-// by title, by author or by year, each a total order, from what the word index keeps of the hits.
+// by title, by author or by year, each a total order, from what the word index keeps of the hits;
+// and the page's rows, from the index or, while it is behind, from the database.
+import type { Db } from '../db/index.ts';
 import type { Kind } from './texts.ts';
-import type { Hits, SearchSpec, Sort } from './spec.ts';
+import type { Hit, Hits, SearchSpec, Sort } from './spec.ts';
 import type { WordIndex } from './word-index.ts';
 import { noYear } from './word-index.ts';
 
@@ -68,4 +70,43 @@ export function pageOf(hits: Hits, spec: SearchSpec, index: WordIndex): Ranked[]
     if (best.length > end) best.pop();
   }
   return best.slice(spec.offset).map(ranked);
+}
+
+/**
+ * The page's rows as the index has them, in the page's order, read in the same turn as the page
+ * was made (the index changes between turns only): a row taken out meanwhile is left out.
+ */
+export function rowsOf(index: WordIndex, page: Ranked[]): Hit[] {
+  const { personen, werke, names } = index;
+  return page.flatMap(({ typ, id, score }): Hit[] => {
+    if (typ === 'person') {
+      if (!personen.lexemes.rows.has(id)) return [];
+      return [{ typ, id, titel: names.text(personen.name.get(id)), slug: personen.slug.get(id), person: null, beschreibung: null, art: null, jahr: null, score }];
+    }
+    if (!werke.lexemes.rows.has(id)) return [];
+    const jahr = werke.jahr.get(id);
+    return [{
+      typ, id, titel: werke.titel.get(id), slug: personen.slug.get(werke.person.get(id)), person: names.text(werke.creator.get(id)),
+      beschreibung: werke.beschreibung.get(id), art: werke.arts.text(werke.art.get(id)), jahr: jahr === noYear ? null : jahr, score,
+    }];
+  });
+}
+
+/** The page's rows as the database has them now, in the page's order; a row deleted meanwhile is left out. */
+export async function rowsRead(db: Db, page: Ranked[]): Promise<Hit[]> {
+  // Ten rows by key: pipelined, as a person page's lookups are.
+  const rows = await db.query<Omit<Hit, 'score'>>(
+    `SELECT 'werk' AS typ, w.id, w.titel, p.slug, w.urheber AS person, w.beschreibung, w.art, w.jahr
+       FROM werk w JOIN person p ON p.id = w.person_id WHERE w.id = ANY($1::int[])
+     UNION ALL
+     SELECT 'person', p.id, p.vorname || ' ' || p.nachname, p.slug, NULL, NULL, NULL, NULL
+       FROM person p WHERE p.id = ANY($2::int[])`,
+    [page.filter((h) => h.typ === 'werk').map((h) => h.id), page.filter((h) => h.typ === 'person').map((h) => h.id)],
+    { name: 'search-page', pipeline: true },
+  );
+  const byKey = new Map(rows.map((row) => [`${row.typ} ${row.id}`, row]));
+  return page.flatMap((h) => {
+    const row = byKey.get(`${h.typ} ${h.id}`);
+    return row ? [{ ...row, score: h.score }] : [];
+  });
 }

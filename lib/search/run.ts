@@ -3,21 +3,21 @@
 // first hits of each kind in the order of their ids (match.ts), and those are ranked, counted
 // (facets.ts) and paged (page.ts), and the page's rows are read from it. The database gives what
 // the index does not keep: the stems of words the index has not seen (a short lookup, pipelined),
-// the folded descriptions a phrase is checked on and the closest spellings (within the share of
-// connections searches may take, under a time-out of their own: one that runs into it is 503,
-// never 500).
+// the folded descriptions a phrase is checked on and the closest spellings (suggest.ts), within
+// the share of connections searches may take, under a time-out of their own: one that runs into
+// it is 503, never 500.
 import type { Db } from '../db/index.ts';
 import { DbUnavailableError } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
 import { facetsOf, withFacets } from './facets.ts';
-import type { Condition, ParsedLine } from './language.ts';
-import { maxTermLength, quoteTerms } from './language.ts';
+import type { ParsedLine } from './language.ts';
+import { quoteTerms } from './language.ts';
 import { scoreRows, takeRows } from './match.ts';
-import type { Ranked } from './page.ts';
-import { pageOf } from './page.ts';
+import { pageOf, rowsOf, rowsRead } from './page.ts';
 import type { Plan } from './plan.ts';
 import { kindPlan } from './plan.ts';
-import type { Found, Hit, Hits, RequestSearch, SearchLimits, SearchSpec, SearchStats } from './spec.ts';
+import type { Found, Hits, RequestSearch, SearchLimits, SearchSpec, SearchStats } from './spec.ts';
+import { suggest } from './suggest.ts';
 import type { SyncOptions } from './sync.ts';
 import { IndexSync } from './sync.ts';
 import type { Descriptions } from './texts.ts';
@@ -26,7 +26,6 @@ import { LoopTurns, Turns } from './turns.ts';
 import type { WordInfo } from './vocabulary.ts';
 import { lookupKey, lookupsOf, marksOf } from './words.ts';
 import type { WordIndex } from './word-index.ts';
-import { noYear } from './word-index.ts';
 
 /** Words a compound part or a wildcard stands for at most, and all of a search's together. */
 const maxExpansions = 60;
@@ -98,7 +97,7 @@ export class Searcher {
         const { index: found, current } = await index();
         return this.find(db, found, current, spec);
       },
-      suggest: (conditions, lines) => this.suggest(db, conditions, lines),
+      suggest: (conditions, lines) => suggest(db, this.turns, this.limits.timeoutMs, conditions, lines),
     };
   }
 
@@ -183,47 +182,8 @@ export class Searcher {
     const page = pageOf(hits, spec, index);
     // An index behind the database (read anew meanwhile, or the primary out of reach) may still
     // have rows that are gone or changed: the page's rows are read where the request reads then.
-    found.hits = current ? this.rowsOf(index, page) : page.length === 0 ? [] : await this.rowsRead(db, page);
+    found.hits = current ? rowsOf(index, page) : page.length === 0 ? [] : await rowsRead(db, page);
     return found;
-  }
-
-  /**
-   * The page's rows as the index has them, in the page's order, read in the same turn as the page
-   * was made (the index changes between turns only): a row taken out meanwhile is left out.
-   */
-  private rowsOf(index: WordIndex, page: Ranked[]): Hit[] {
-    const { personen, werke, names } = index;
-    return page.flatMap(({ typ, id, score }): Hit[] => {
-      if (typ === 'person') {
-        if (!personen.lexemes.rows.has(id)) return [];
-        return [{ typ, id, titel: names.text(personen.name.get(id)), slug: personen.slug.get(id), person: null, beschreibung: null, art: null, jahr: null, score }];
-      }
-      if (!werke.lexemes.rows.has(id)) return [];
-      const jahr = werke.jahr.get(id);
-      return [{
-        typ, id, titel: werke.titel.get(id), slug: personen.slug.get(werke.person.get(id)), person: names.text(werke.creator.get(id)),
-        beschreibung: werke.beschreibung.get(id), art: werke.arts.text(werke.art.get(id)), jahr: jahr === noYear ? null : jahr, score,
-      }];
-    });
-  }
-
-  /** The page's rows as the database has them now, in the page's order; a row deleted meanwhile is left out. */
-  private async rowsRead(db: Db, page: Ranked[]): Promise<Hit[]> {
-    // Ten rows by key: pipelined, as a person page's lookups are.
-    const rows = await db.query<Omit<Hit, 'score'>>(
-      `SELECT 'werk' AS typ, w.id, w.titel, p.slug, w.urheber AS person, w.beschreibung, w.art, w.jahr
-         FROM werk w JOIN person p ON p.id = w.person_id WHERE w.id = ANY($1::int[])
-       UNION ALL
-       SELECT 'person', p.id, p.vorname || ' ' || p.nachname, p.slug, NULL, NULL, NULL, NULL
-         FROM person p WHERE p.id = ANY($2::int[])`,
-      [page.filter((h) => h.typ === 'werk').map((h) => h.id), page.filter((h) => h.typ === 'person').map((h) => h.id)],
-      { name: 'search-page', pipeline: true },
-    );
-    const byKey = new Map(rows.map((row) => [`${row.typ} ${row.id}`, row]));
-    return page.flatMap((h) => {
-      const row = byKey.get(`${h.typ} ${h.id}`);
-      return row ? [{ ...row, score: h.score }] : [];
-    });
   }
 
   /** The folded descriptions of works, for the phrases checked on them (they stay in the database). */
@@ -234,38 +194,5 @@ export class Searcher {
       { name: 'search-descriptions', timeoutMs: this.limits.timeoutMs },
     ));
     return new Map(rows.map((r) => [r.id, { text: r.text, described: r.described }]));
-  }
-
-  /**
-   * For a search without hits: each word the index does not have, replaced by the closest one
-   * it has (trigram similarity), as the lines to search instead; null when nothing is closer.
-   */
-  private async suggest(db: Db, conditions: readonly Condition[], lines: readonly ParsedLine[]): Promise<Condition[] | null> {
-    // Each word searched for as written (no wildcard, not after NOT), once.
-    const words = new Map(lines.flatMap((l) => l.clauses.flat())
-      .filter((a) => !a.negated && a.kind === 'word' && !/[*?]/.test(a.raw) && (a.words[0] ?? '').length >= 3)
-      .map((a) => [a.raw, a.words[0] as string]));
-    const candidates = [...words].map(([raw, word]) => ({ raw, word }));
-    if (candidates.length === 0) return null;
-    const rows = await this.turns.within(() => db.query<{ i: number; shown: string | null }>(
-      `SELECT q.i::int AS i, (SELECT v.shown FROM search_word v WHERE v.word % q.word AND v.word <> q.word
-                               AND NOT EXISTS (SELECT 1 FROM search_word s WHERE s.word = q.word)
-                             ORDER BY similarity(v.word, q.word) DESC, v.word COLLATE "C" LIMIT 1) AS shown
-         FROM unnest($1::text[]) WITH ORDINALITY AS q(word, i)`,
-      [candidates.map((c) => c.word)],
-      { timeoutMs: this.limits.timeoutMs },
-    ));
-    const replacements = new Map<string, string>();
-    for (const row of rows) {
-      const candidate = candidates[row.i - 1];
-      if (candidate && row.shown) replacements.set(candidate.raw, row.shown);
-    }
-    // A term that would grow past the longest a search takes stays as it was: its link would be 400.
-    const replaced = conditions.map((c) => {
-      if (c.match !== 'contains') return c;
-      const term = c.term.split(/(\s+)/).map((token) => replacements.get(token) ?? token).join('');
-      return term === c.term || [...term].length > maxTermLength ? c : { ...c, term };
-    });
-    return replaced.some((c, i) => c !== conditions[i]) ? replaced : null;
   }
 }

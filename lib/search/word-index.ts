@@ -4,7 +4,7 @@
 // it (title, description, the person's slug), and the ids of each type, decade and creator.
 // lib/search/sync.ts fills it from PostgreSQL and keeps it current.
 import { Column, Field, Interned, Texts } from './columns.ts';
-import { IdSet } from './id-set.ts';
+import { Groups, Lexemes } from './lexemes.ts';
 import { Vocabulary } from './vocabulary.ts';
 
 /** A person as the index takes it from the database. */
@@ -34,86 +34,6 @@ export interface WerkRow {
   /** The title folded (werk.suche_titel). */
   folded: string;
   lexemes: string;
-}
-
-/** The rows of one kind and the ids of each lexeme. */
-export class Lexemes {
-  readonly rows = new IdSet();
-  private readonly sets = new Map<string, IdSet>();
-
-  /**
-   * unions: whether each stem is also kept for all fields at once (*s:haus, the rows with
-   * ts:haus, cs:haus, ds:haus or rs:haus): a search in any field reads one set where it would
-   * combine four (a work's fields; a person has one).
-   */
-  constructor(private readonly unions = false) {}
-
-  /** The rows having lexeme; undefined when none has. */
-  of(lexeme: string): IdSet | undefined {
-    return this.sets.get(lexeme);
-  }
-
-  /** Each lexeme with its rows. */
-  entries(): IterableIterator<[string, IdSet]> {
-    return this.sets.entries();
-  }
-
-  /** Bytes the sets hold. */
-  get bytes(): number {
-    let bytes = this.rows.bytes;
-    for (const set of this.sets.values()) bytes += set.bytes;
-    return bytes;
-  }
-
-  add(id: number, lexemes: string): void {
-    this.rows.add(id);
-    for (const lexeme of this.withUnions(split(lexemes))) {
-      let set = this.sets.get(lexeme);
-      if (!set) this.sets.set(lexeme, (set = new IdSet()));
-      set.add(id);
-    }
-  }
-
-  /** Drops id from the lexemes of old that are not in now. */
-  drop(id: number, old: readonly string[], now: string): void {
-    const kept = new Set(this.withUnions(split(now)));
-    for (const lexeme of this.withUnions(old)) {
-      if (kept.has(lexeme)) continue;
-      const set = this.sets.get(lexeme);
-      if (!set) continue;
-      set.delete(id);
-      if (set.size === 0) this.sets.delete(lexeme);
-    }
-  }
-
-  /** The lexemes and, with unions, the stems of all fields they make (ts:haus makes *s:haus). */
-  private withUnions(lexemes: readonly string[]): readonly string[] {
-    if (!this.unions) return lexemes;
-    const stems = lexemes.filter((l) => l.charCodeAt(1) === 115 && l.charCodeAt(2) === 58).map((l) => `*${l.slice(1)}`);
-    return stems.length === 0 ? lexemes : [...lexemes, ...new Set(stems)];
-  }
-}
-
-/** Sets of ids by a key (a type, a decade, a creator), for the facets' filters. */
-class Groups<K> {
-  private readonly sets = new Map<K, IdSet>();
-
-  of(key: K): IdSet | undefined {
-    return this.sets.get(key);
-  }
-
-  add(key: K, id: number): void {
-    let set = this.sets.get(key);
-    if (!set) this.sets.set(key, (set = new IdSet()));
-    set.add(id);
-  }
-
-  delete(key: K, id: number): void {
-    const set = this.sets.get(key);
-    if (!set) return;
-    set.delete(id);
-    if (set.size === 0) this.sets.delete(key);
-  }
 }
 
 /** jahr of a work without one: far below any year (sql/001_schema.sql), and a small integer to V8. */
@@ -245,8 +165,4 @@ export class WordIndex {
   get bytes(): number {
     return this.personen.bytes + this.werke.bytes;
   }
-}
-
-function split(lexemes: string): string[] {
-  return lexemes === '' ? [] : lexemes.split(' ');
 }

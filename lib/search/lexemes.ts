@@ -1,0 +1,87 @@
+// The sets of a kind of row in the word index (word-index.ts): the ids of the rows having each
+// lexeme (t:haus, ts:haus, c:muller …), and the ids of each type, decade and creator for the facets.
+import { IdSet } from './id-set.ts';
+
+/** The rows of one kind and the ids of each lexeme. */
+export class Lexemes {
+  readonly rows = new IdSet();
+  private readonly sets = new Map<string, IdSet>();
+
+  /**
+   * unions: whether each stem is also kept for all fields at once (*s:haus, the rows with
+   * ts:haus, cs:haus, ds:haus or rs:haus): a search in any field reads one set where it would
+   * combine four (a work's fields; a person has one).
+   */
+  constructor(private readonly unions = false) {}
+
+  /** The rows having lexeme; undefined when none has. */
+  of(lexeme: string): IdSet | undefined {
+    return this.sets.get(lexeme);
+  }
+
+  /** Each lexeme with its rows. */
+  entries(): IterableIterator<[string, IdSet]> {
+    return this.sets.entries();
+  }
+
+  /** Bytes the sets hold. */
+  get bytes(): number {
+    let bytes = this.rows.bytes;
+    for (const set of this.sets.values()) bytes += set.bytes;
+    return bytes;
+  }
+
+  add(id: number, lexemes: string): void {
+    this.rows.add(id);
+    for (const lexeme of this.withUnions(split(lexemes))) {
+      let set = this.sets.get(lexeme);
+      if (!set) this.sets.set(lexeme, (set = new IdSet()));
+      set.add(id);
+    }
+  }
+
+  /** Drops id from the lexemes of old that are not in now. */
+  drop(id: number, old: readonly string[], now: string): void {
+    const kept = new Set(this.withUnions(split(now)));
+    for (const lexeme of this.withUnions(old)) {
+      if (kept.has(lexeme)) continue;
+      const set = this.sets.get(lexeme);
+      if (!set) continue;
+      set.delete(id);
+      if (set.size === 0) this.sets.delete(lexeme);
+    }
+  }
+
+  /** The lexemes and, with unions, the stems of all fields they make (ts:haus makes *s:haus). */
+  private withUnions(lexemes: readonly string[]): readonly string[] {
+    if (!this.unions) return lexemes;
+    const stems = lexemes.filter((l) => l.charCodeAt(1) === 115 && l.charCodeAt(2) === 58).map((l) => `*${l.slice(1)}`);
+    return stems.length === 0 ? lexemes : [...lexemes, ...new Set(stems)];
+  }
+}
+
+/** Sets of ids by a key (a type, a decade, a creator), for the facets' filters. */
+export class Groups<K> {
+  private readonly sets = new Map<K, IdSet>();
+
+  of(key: K): IdSet | undefined {
+    return this.sets.get(key);
+  }
+
+  add(key: K, id: number): void {
+    let set = this.sets.get(key);
+    if (!set) this.sets.set(key, (set = new IdSet()));
+    set.add(id);
+  }
+
+  delete(key: K, id: number): void {
+    const set = this.sets.get(key);
+    if (!set) return;
+    set.delete(id);
+    if (set.size === 0) this.sets.delete(key);
+  }
+}
+
+function split(lexemes: string): string[] {
+  return lexemes === '' ? [] : lexemes.split(' ');
+}
