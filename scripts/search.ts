@@ -9,7 +9,6 @@ import {
   searchPathFrom, searchPathStart, searchViews,
 } from '../lib/page/index.ts';
 
-export type { FacetView, HitView, SearchResult } from '../lib/page/index.ts';
 export { searchJson as toJson, searchXml as toXml } from '../lib/page/index.ts';
 
 type Condition = search.Condition;

@@ -3,7 +3,7 @@
 -- so one GIN index answers a word in any field and tells the fields apart:
 --   t: title  c: creator  d: description  r: type  y: year      (the whole word: t:haus)
 --   ts: cs: ds: rs:                                                (its German stem: ts:haus)
--- A query names the tags it wants (lib/search/plan.ts); phrases, exact and begins_with are
+-- A query names the tags it wants (lib/search/atoms.ts); phrases, exact and begins_with are
 -- checked again on the folded text (werk.suche_titel, werk.suche_text, person.suche_name).
 -- Words are lower case ASCII letters and digits: the Latin letters with accents lose them,
 -- ä ö ü become a o u, ae oe ue become a o u too (not the ue after q: Quelle), ß becomes ss.
@@ -27,7 +27,7 @@ RETURN btrim(
 -- The lexemes of one field from its folded text: its words and their German stems, tagged.
 -- Stop words (der, und, im …) are left out: in every other title and description, their
 -- entries would be a million long, and reading one costs more than finding the rows that have
--- them by their text (lib/search/plan.ts). to_tsvector drops them and numbers the words it keeps
+-- them by their text (lib/search/atoms.ts). to_tsvector drops them and numbers the words it keeps
 -- by their place in the text, which finds the whole word of each stem.
 -- PL/pgSQL, not SQL: PostgreSQL keeps its plans for the session, where it would plan the body of
 -- an SQL function that is not inlined again on every call (3x slower per work).

@@ -34,7 +34,7 @@ $$;
 CREATE FUNCTION search_blocked(v tsvector, id integer) RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN array_to_tsvector(ARRAY(SELECT u.lexeme || ':' || (id >> 16) FROM unnest(v) AS u));
 
--- A query of the index (lexemes such as 't:hafen', lib/search/plan.ts) for block b.
+-- A query of the index (lexemes such as 't:hafen', lib/search/atoms.ts) for block b.
 CREATE FUNCTION search_block(q text, b integer) RETURNS tsquery LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN regexp_replace(q, '''([^'']*)''', '''\1:' || b || '''', 'g')::tsquery;
 

@@ -128,7 +128,7 @@ export class Metrics {
         },
       });
       new Counter({
-        name: 'portfolio_searches_total', help: 'Searches made on the word index: requests for a search list that no kept result answered (requests that ask for one search at once share it).',
+        name: 'portfolio_searches_total', help: 'Searches made on the word index: requests for a search list that no kept result answered (requests that ask for one search at once may share it).',
         registers,
         collect() {
           this.reset();

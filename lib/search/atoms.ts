@@ -1,7 +1,6 @@
-// One atom of a query line (a word, a phrase, a begins_with) for one kind of row, over the word
-// index: the rows its lexemes give (each row's words are lexemes tagged with their field,
-// sql/009_search_words.sql), the check on the row's folded text where the lexemes cannot tell,
-// and its score. plan.ts joins the atoms as the lines' operators say.
+// One atom of a query line (a word, a phrase, a begins_with) for one kind of row: the rows its
+// lexemes give in the word index (words tagged with their field, sql/009_search_words.sql), the
+// check on the row's folded text where the lexemes cannot tell, and its score.
 import type { IdSet } from './id-set.ts';
 import type { Atom, Field, ParsedLine } from './language.ts';
 import type { Query } from './query.ts';
@@ -22,7 +21,7 @@ const tiers: Record<Tag, [word: number, stem: number, part: number]> = {
 /** Bonus of an exact phrase that is the field's whole text. */
 const wholeBonus = 20;
 /** A check on a row's folded text (phrases, exact, begins_with); true when it passes. */
-export type Check = (id: number, texts: TextSource) => boolean;
+type Check = (id: number, texts: TextSource) => boolean;
 /**
  * A row's score for one atom: the tier of the first level whose sets have the row (a word's),
  * or what the row's texts give (a phrase's).
@@ -80,7 +79,7 @@ export function atomNode(atom: Atom, line: ParsedLine, ctx: Context): Node {
       // A row with the whole word has its stem's lexeme too: the stem's rows are the word's.
       alternatives.push(...(stem.length > 0 ? stem : exact), ...parts);
     }
-    // A work's stem in any of its fields is one set (word-index.ts, Lexemes).
+    // A work's stem in any of its fields is one set (lexemes.ts, Lexemes).
     const stemmed = ['t', 'c', 'd', 'r'] as const;
     if (ctx.kind === 'werk' && !wild && known.stem !== null && stemmed.every((tag) => tags.includes(tag))) {
       const others = alternatives.filter((l) => !stemmed.some((tag) => l === `${tag}s:${known.stem}`));

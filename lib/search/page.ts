@@ -76,7 +76,7 @@ export function pageOf(hits: Hits, spec: SearchSpec, index: WordIndex): Ranked[]
  * The page's rows as the index has them, in the page's order, read in the same turn as the page
  * was made (the index changes between turns only): a row taken out meanwhile is left out.
  */
-export function rowsOf(index: WordIndex, page: Ranked[]): Hit[] {
+export function pageRows(index: WordIndex, page: Ranked[]): Hit[] {
   const { personen, werke, names } = index;
   return page.flatMap(({ typ, id, score }): Hit[] => {
     if (typ === 'person') {
@@ -93,7 +93,7 @@ export function rowsOf(index: WordIndex, page: Ranked[]): Hit[] {
 }
 
 /** The page's rows as the database has them now, in the page's order; a row deleted meanwhile is left out. */
-export async function rowsRead(db: Db, page: Ranked[]): Promise<Hit[]> {
+export async function pageRowsRead(db: Db, page: Ranked[]): Promise<Hit[]> {
   // Ten rows by key: pipelined, as a person page's lookups are.
   const rows = await db.query<Omit<Hit, 'score'>>(
     `SELECT 'werk' AS typ, w.id, w.titel, p.slug, w.urheber AS person, w.beschreibung, w.art, w.jahr

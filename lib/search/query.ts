@@ -24,7 +24,7 @@ export function orQuery(parts: Query[]): Query {
   return rest.length === 0 ? NONE : rest.length === 1 ? rest[0] as Query : { t: 'or', parts: rest };
 }
 
-export function isNone(query: Query): boolean {
+function isNone(query: Query): boolean {
   return query.t === 'sets' && query.sets.length === 0;
 }
 

@@ -16,7 +16,7 @@ const werkColumns = `w.id, w.person_id, w.urheber, w.art, w.jahr, w.titel, w.bes
 type Changed<R> = { change: number; old: string | null; id: number | null } & Partial<R>;
 
 /** What one catch-up read: the snapshot and version it reached, and the rows and words that changed, or reload. */
-export interface CatchUp {
+interface CatchUp {
   snapshot: string;
   timeline: string;
   version: string;

@@ -13,7 +13,7 @@ import { facetsOf, withFacets } from './facets.ts';
 import type { ParsedLine } from './language.ts';
 import { quoteTerms } from './language.ts';
 import { scoreRows, takeRows } from './match.ts';
-import { pageOf, rowsOf, rowsRead } from './page.ts';
+import { pageOf, pageRows, pageRowsRead } from './page.ts';
 import type { Plan } from './plan.ts';
 import { kindPlan } from './plan.ts';
 import type { Found, Hits, RequestSearch, SearchLimits, SearchSpec, SearchStats } from './spec.ts';
@@ -93,8 +93,8 @@ export class Searcher {
     };
     return {
       find: async (spec) => {
-        this.searches++;
         const { index: found, current } = await index();
+        this.searches++;
         return this.find(db, found, current, spec);
       },
       suggest: (conditions, lines) => suggest(db, this.turns, this.limits.timeoutMs, conditions, lines),
@@ -182,7 +182,7 @@ export class Searcher {
     const page = pageOf(hits, spec, index);
     // An index behind the database (read anew meanwhile, or the primary out of reach) may still
     // have rows that are gone or changed: the page's rows are read where the request reads then.
-    found.hits = current ? rowsOf(index, page) : page.length === 0 ? [] : await rowsRead(db, page);
+    found.hits = current ? pageRows(index, page) : page.length === 0 ? [] : await pageRowsRead(db, page);
     return found;
   }
 

@@ -2,7 +2,7 @@
 // ids of the rows having each lexeme of their tsvector (sql/009_search_words.sql: t:haus, ts:haus,
 // c:muller …), what ranking, sorting and facets need of each row, what the result list shows of
 // it (title, description, the person's slug), and the ids of each type, decade and creator.
-// lib/search/sync.ts fills it from PostgreSQL and keeps it current.
+// sync.ts fills it from PostgreSQL with reading.ts's statements and keeps it current.
 import { Column, Field, Interned, Texts } from './columns.ts';
 import { Groups, Lexemes } from './lexemes.ts';
 import { Vocabulary } from './vocabulary.ts';
@@ -135,7 +135,7 @@ export class Werke {
     this.byCreator.delete(this.creator.get(id), id);
     const jahr = this.jahr.get(id);
     if (jahr !== noYear) this.byDecade.delete(decadeOf(jahr), id);
-    // A search that took the work before it went counts it nowhere (run.ts, facets).
+    // A search that took the work before it went counts it nowhere (page.ts, facets.ts).
     for (const field of [this.person, this.creator, this.art]) field.set(id, -1);
     this.jahr.set(id, noYear);
     this.titel.delete(id);
