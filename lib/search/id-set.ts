@@ -1,129 +1,152 @@
-// A set of row ids as the word index keeps them (docs/performance.md, Search): the ids in blocks
-// of 65,536, each block a sorted list of its low 16 bits while it holds up to 4,096 of them, a
-// bitmap of 65,536 bits beyond (the layout of Roaring bitmaps). A search combines whole blocks
-// word by word and stops after the block that gives it enough hits, so a word in every other row
-// costs what its first block costs; adding or dropping an id touches one block.
+// A set of row ids as the word index keeps them (docs/performance.md, Search): blocks of 65,536
+// ids, each a sorted list of up to 4,096 low bits or a bitmap (the layout of Roaring bitmaps),
+// combined block by block so that a search stops after the block that gives it enough hits.
+import { blockBits, blockWords, idsOf, listMax, lowMask, search, toBitmap, toList } from './blocks.ts';
 
-export const blockBits = 16;
-/** 32-bit words of a block's bitmap. */
-export const blockWords = 1 << (blockBits - 5);
-const lowMask = (1 << blockBits) - 1;
-/** Past this many ids a block's list (2 bytes an id) is as large as its bitmap (8 KB): it becomes one. */
-const listMax = 4096;
+export { blockBits, blockWords, idsOf } from './blocks.ts';
 
-/** One block of a set: a sorted list of low bits, or a bitmap. */
-type Block =
-  | { list: true; values: Uint16Array; size: number }
-  | { list: false; words: Uint32Array; size: number };
+/** A block's start in `meta` when it has no ids, and when they are in a bitmap. */
+const none = -1;
+const bitmap = -2;
+const noLists = new Uint16Array(0);
 
+/**
+ * Adding or dropping an id touches one block. The lists of a set's blocks share one buffer: a set
+ * is a few objects for the garbage collector to mark, not three a block (docs/performance.md,
+ * Person pages and the rest).
+ */
 export class IdSet {
-  private readonly blocks: (Block | undefined)[] = [];
+  /** The lists of the blocks, each in a region of its own; between them, room given up. */
+  private lists = noLists;
+  /** For block b: meta[3b] the start of its list in `lists` (or none, or bitmap), meta[3b + 1] its ids, meta[3b + 2] its list's room. */
+  private readonly meta: number[] = [];
+  private bitmaps: (Uint32Array | undefined)[] | null = null;
+  /** The end of the last region, and the number of regions. */
+  private end = 0;
+  private regions = 0;
   size = 0;
 
   has(id: number): boolean {
-    const block = this.blocks[id >>> blockBits];
-    if (!block) return false;
+    const b = id >>> blockBits;
+    const start = this.meta[3 * b];
+    if (start === undefined || start === none) return false;
     const low = id & lowMask;
-    if (!block.list) return (block.words[low >>> 5]! & (1 << (low & 31))) !== 0;
-    return search(block.values, block.size, low) >= 0;
+    if (start === bitmap) return (this.bitmaps![b]![low >>> 5]! & (1 << (low & 31))) !== 0;
+    return search(this.lists, start, this.meta[3 * b + 1]!, low) >= 0;
   }
 
   add(id: number): void {
-    const at = id >>> blockBits;
+    const b = id >>> blockBits;
     const low = id & lowMask;
-    let block = this.blocks[at];
-    if (!block) this.blocks[at] = block = { list: true, values: new Uint16Array(4), size: 0 };
-    if (!block.list) {
+    const m = 3 * b;
+    while (this.meta.length <= m) this.meta.push(none, 0, 0);
+    let start = this.meta[m]!;
+    if (start === bitmap) {
+      const words = this.bitmaps![b]!;
       const bit = 1 << (low & 31);
-      if ((block.words[low >>> 5]! & bit) !== 0) return;
-      block.words[low >>> 5]! |= bit;
+      if ((words[low >>> 5]! & bit) !== 0) return;
+      words[low >>> 5]! |= bit;
     } else {
-      const found = search(block.values, block.size, low);
+      if (start === none) start = this.place(b, 4, 0);
+      const count = this.meta[m + 1]!;
+      const found = search(this.lists, start, count, low);
       if (found >= 0) return;
-      if (block.size === listMax) {
-        const bitmap = toBitmap(block.values, block.size);
-        bitmap.words[low >>> 5]! |= 1 << (low & 31);
-        this.blocks[at] = block = bitmap;
+      if (count === listMax) {
+        const words = toBitmap(this.lists, start, count);
+        words[low >>> 5]! |= 1 << (low & 31);
+        this.release(b);
+        (this.bitmaps ??= [])[b] = words;
+        this.meta[m] = bitmap;
       } else {
-        const place = -found - 1;
-        if (block.size === block.values.length) {
-          const grown = new Uint16Array(Math.min(listMax, block.size * 2));
-          grown.set(block.values);
-          block.values = grown;
-        }
-        block.values.copyWithin(place + 1, place, block.size);
-        block.values[place] = low;
+        if (count === this.meta[m + 2]) start = this.place(b, Math.min(listMax, count * 2), count);
+        const place = start - found - 1;
+        this.lists.copyWithin(place + 1, place, start + count);
+        this.lists[place] = low;
       }
     }
-    block!.size++;
+    this.meta[m + 1]!++;
     this.size++;
   }
 
   delete(id: number): void {
-    const at = id >>> blockBits;
-    const block = this.blocks[at];
-    if (!block) return;
+    const b = id >>> blockBits;
+    const m = 3 * b;
+    const start = this.meta[m];
+    if (start === undefined || start === none) return;
     const low = id & lowMask;
-    if (!block.list) {
+    const count = this.meta[m + 1]!;
+    if (start === bitmap) {
+      const words = this.bitmaps![b]!;
       const bit = 1 << (low & 31);
-      if ((block.words[low >>> 5]! & bit) === 0) return;
-      block.words[low >>> 5]! &= ~bit;
-      block.size--;
+      if ((words[low >>> 5]! & bit) === 0) return;
+      words[low >>> 5]! &= ~bit;
       // Back to a list only well below the line, so that an id added and dropped in turn does
       // not convert the block each time.
-      if (block.size <= listMax / 2) this.blocks[at] = toList(block.words, block.size);
+      if (count - 1 <= listMax / 2) {
+        this.bitmaps![b] = undefined;
+        this.meta[m] = none;
+        const at = this.place(b, Math.max(4, count - 1), 0);
+        toList(words, this.lists, at);
+      }
     } else {
-      const found = search(block.values, block.size, low);
+      const found = search(this.lists, start, count, low);
       if (found < 0) return;
-      block.values.copyWithin(found, found + 1, block.size);
-      block.size--;
+      this.lists.copyWithin(start + found, start + found + 1, start + count);
     }
+    this.meta[m + 1]!--;
     this.size--;
-    if (this.blocks[at]!.size === 0) this.blocks[at] = undefined;
+    if (count === 1) this.release(b);
+  }
+
+  /** Gives back the room the lists grew by: each takes what it holds, as after a full reading. */
+  fit(): void {
+    this.repack(0, 0);
   }
 
   /** Bytes its blocks hold. */
   get bytes(): number {
-    let bytes = 0;
-    for (const block of this.blocks) if (block) bytes += block.list ? block.values.byteLength : block.words.byteLength;
+    let bytes = this.lists.byteLength;
+    for (const words of this.bitmaps ?? []) if (words) bytes += words.byteLength;
     return bytes;
   }
 
   /** The number of the last block with ids, plus one. */
   get blockCount(): number {
-    return this.blocks.length;
+    return this.meta.length / 3;
   }
 
   /** Whether block b has an id. */
   hasBlock(b: number): boolean {
-    return this.blocks[b] !== undefined;
+    const start = this.meta[3 * b];
+    return start !== undefined && start !== none;
   }
 
   /** Sets the bits of block b's ids in words (OR). */
   orInto(b: number, words: Uint32Array): void {
-    const block = this.blocks[b];
-    if (!block) return;
-    if (!block.list) {
-      const source = block.words;
+    const start = this.meta[3 * b];
+    if (start === undefined || start === none) return;
+    if (start === bitmap) {
+      const source = this.bitmaps![b]!;
       for (let i = 0; i < blockWords; i++) words[i]! |= source[i]!;
       return;
     }
-    const values = block.values;
-    for (let i = 0; i < block.size; i++) {
-      const low = values[i]!;
+    const lists = this.lists;
+    const end = start + this.meta[3 * b + 1]!;
+    for (let i = start; i < end; i++) {
+      const low = lists[i]!;
       words[low >>> 5]! |= 1 << (low & 31);
     }
   }
 
   /** Clears the bits in words of ids not in block b (AND). */
   andInto(b: number, words: Uint32Array, scratch: Uint32Array): void {
-    const block = this.blocks[b];
-    if (!block) {
+    const start = this.meta[3 * b];
+    if (start === undefined || start === none) {
       words.fill(0);
       return;
     }
-    if (!block.list) {
-      const source = block.words;
+    if (start === bitmap) {
+      const source = this.bitmaps![b]!;
       for (let i = 0; i < blockWords; i++) words[i]! &= source[i]!;
       return;
     }
@@ -135,60 +158,78 @@ export class IdSet {
   /** Every id, in order (for tests and for building another set). */
   *ids(): IterableIterator<number> {
     const words = new Uint32Array(blockWords);
-    for (let b = 0; b < this.blocks.length; b++) {
-      if (!this.blocks[b]) continue;
+    for (let b = 0; b < this.blockCount; b++) {
+      if (!this.hasBlock(b)) continue;
       words.fill(0);
       this.orInto(b, words);
       yield* idsOf(b, words, Infinity);
     }
   }
-}
 
-/** The ids of block b whose bits words has set, in order, at most limit of them. */
-export function idsOf(b: number, words: Uint32Array, limit: number): number[] {
-  const ids: number[] = [];
-  const base = b << blockBits;
-  for (let i = 0; i < blockWords && ids.length < limit; i++) {
-    let word = words[i]!;
-    while (word !== 0 && ids.length < limit) {
-      const lowest = word & -word;
-      ids.push(base + (i << 5) + (31 - Math.clz32(lowest)));
-      word ^= lowest;
+  /**
+   * A region of `room` for block b's list, its first `keep` ids copied from where they were: the
+   * region grown where it ends the lists, else a new one at the end (the lists repacked when they
+   * are full). Returns its start.
+   */
+  private place(b: number, room: number, keep: number): number {
+    const m = 3 * b;
+    const start = this.meta[m]!;
+    const last = start >= 0 && start + this.meta[m + 2]! === this.end;
+    const needed = last ? room - this.meta[m + 2]! : room;
+    if (this.end + needed > this.lists.length) {
+      this.repack(b, room);
+      return this.meta[m]!;
     }
-  }
-  return ids;
-}
-
-/** Binary search: the place of value, or -(place it would take) - 1. */
-function search(values: Uint16Array, size: number, value: number): number {
-  let low = 0;
-  let high = size - 1;
-  while (low <= high) {
-    const middle = (low + high) >>> 1;
-    const at = values[middle]!;
-    if (at < value) low = middle + 1;
-    else if (at > value) high = middle - 1;
-    else return middle;
-  }
-  return -low - 1;
-}
-
-function toBitmap(values: Uint16Array, size: number): Block & { list: false } {
-  const words = new Uint32Array(blockWords);
-  for (let i = 0; i < size; i++) words[values[i]! >>> 5]! |= 1 << (values[i]! & 31);
-  return { list: false, words, size };
-}
-
-function toList(words: Uint32Array, size: number): Block {
-  const values = new Uint16Array(Math.max(4, size));
-  let n = 0;
-  for (let i = 0; i < blockWords; i++) {
-    let word = words[i]!;
-    while (word !== 0) {
-      const lowest = word & -word;
-      values[n++] = (i << 5) + (31 - Math.clz32(lowest));
-      word ^= lowest;
+    if (!last) {
+      if (start >= 0) this.lists.copyWithin(this.end, start, start + keep);
+      else this.regions++;
+      this.meta[m] = this.end;
     }
+    this.end += needed;
+    this.meta[m + 2] = room;
+    return this.meta[m]!;
   }
-  return { list: true, values, size };
+
+  /** Gives up block b's region. */
+  private release(b: number): void {
+    const m = 3 * b;
+    if (this.meta[m]! >= 0) {
+      if (this.meta[m]! + this.meta[m + 2]! === this.end) this.end = this.meta[m]!;
+      // The last list gone: the buffer too.
+      if (--this.regions === 0) {
+        this.lists = noLists;
+        this.end = 0;
+      }
+    }
+    this.meta[m] = none;
+    this.meta[m + 2] = 0;
+  }
+
+  /**
+   * Copies every list to a new buffer, in the order of the blocks and without the room given up,
+   * block b's (if it has a list) with `room` for it; a quarter more for lists to come (as much
+   * again while the index was read, paired: 12% fewer person pages a second at a million works
+   * after it, p99 22 ms against 14).
+   */
+  private repack(b: number, room: number): void {
+    const rooms = (c: number) => (c === b ? Math.max(room, this.meta[3 * c + 1]!) : room === 0 ? this.meta[3 * c + 1]! : this.meta[3 * c + 2]!);
+    let total = 0;
+    for (let c = 0; c < this.blockCount; c++) if (this.meta[3 * c]! >= 0 || (c === b && room > 0)) total += rooms(c);
+    const extra = room === 0 ? 0 : Math.max(16, total >> 2);
+    const lists = total === 0 ? noLists : new Uint16Array(total + extra);
+    let end = 0;
+    this.regions = 0;
+    for (let c = 0; c < this.blockCount; c++) {
+      const m = 3 * c;
+      const start = this.meta[m]!;
+      if (start < 0 && !(c === b && room > 0)) continue;
+      this.regions++;
+      if (start >= 0) lists.set(this.lists.subarray(start, start + this.meta[m + 1]!), end);
+      this.meta[m] = end;
+      this.meta[m + 2] = rooms(c);
+      end += rooms(c);
+    }
+    this.lists = lists;
+    this.end = end;
+  }
 }

@@ -24,6 +24,12 @@ export class Lexemes {
     return this.sets.entries();
   }
 
+  /** Gives back the room the sets' lists grew by. */
+  fit(): void {
+    this.rows.fit();
+    for (const set of this.sets.values()) set.fit();
+  }
+
   /** Bytes the sets hold. */
   get bytes(): number {
     let bytes = this.rows.bytes;
@@ -72,6 +78,10 @@ export class Groups<K> {
     let set = this.sets.get(key);
     if (!set) this.sets.set(key, (set = new IdSet()));
     set.add(id);
+  }
+
+  fit(): void {
+    for (const set of this.sets.values()) set.fit();
   }
 
   delete(key: K, id: number): void {

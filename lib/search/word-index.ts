@@ -156,9 +156,10 @@ export class WordIndex {
   readonly werke = new Werke(this.names);
   readonly vocabulary = new Vocabulary();
 
-  /** Gives back the room the texts grew by while the index was read. */
+  /** Gives back the room the texts and the sets grew by while the index was read. */
   fit(): void {
     for (const texts of [this.personen.folded, this.personen.author, this.personen.slug, this.werke.titel, this.werke.beschreibung, this.werke.folded]) texts.fit();
+    for (const sets of [this.personen.lexemes, this.personen.byName, this.werke.lexemes, this.werke.byArt, this.werke.byDecade, this.werke.byCreator]) sets.fit();
   }
 
   /** Bytes held outside the JavaScript heap: the sets, the fields and the texts (not the groups of the facets). */

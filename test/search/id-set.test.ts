@@ -1,5 +1,6 @@
 // The sets of ids the word index keeps (lib/search/id-set.ts): checked against a plain Set over
-// seeded random changes, across blocks and across the change between a list and a bitmap.
+// seeded random changes, across blocks, across the change between a list and a bitmap, and
+// across the moves of the lists in their shared buffer.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createRandom } from '../../bin/lib/sample-data.ts';
@@ -41,6 +42,53 @@ describe('IdSet', () => {
     for (let id = 0; id < 4 * 65_536; id += 13) assert.equal(set.has(id), plain.has(id), `id ${id}`);
     assert.equal(set.hasBlock(2), false);
     assert.deepEqual(bitmapOf(set, 1), [...plain].filter((id) => id >>> 16 === 1).sort((a, b) => a - b));
+  });
+
+  test('keeps its lists apart in one buffer through growth, repacking and fit, over 16 blocks in random order', () => {
+    const random = createRandom(12);
+    const set = new IdSet();
+    const plain = new Set<number>();
+    const check = (label: string) => {
+      assert.equal(set.size, plain.size, label);
+      assert.deepEqual([...set.ids()], [...plain].sort((a, b) => a - b), label);
+      for (let b = 0; b < 16; b++) {
+        assert.equal(set.hasBlock(b), [...plain].some((id) => id >>> 16 === b), `${label}: block ${b}`);
+        assert.deepEqual(bitmapOf(set, b), [...plain].filter((id) => id >>> 16 === b).sort((x, y) => x - y), `${label}: block ${b}`);
+      }
+    };
+    // Sparse blocks (lists) and two dense ones (bitmaps, back to lists as they empty), ids in no order.
+    const pick = () => {
+      const b = Math.floor(random() * 16);
+      return (b << 16) + Math.floor(random() * (b === 3 || b === 9 ? 7000 : 65_536));
+    };
+    for (let round = 0; round < 4; round++) {
+      for (let i = 0; i < 25_000; i++) {
+        const id = pick();
+        if (random() < (round % 2 === 0 ? 0.85 : 0.3)) {
+          set.add(id);
+          plain.add(id);
+        } else {
+          set.delete(id);
+          plain.delete(id);
+        }
+        if (i % 4999 === 0) assert.equal(set.has(id), plain.has(id));
+      }
+      check(`round ${round}`);
+      set.fit();
+      check(`round ${round}, fitted`);
+    }
+    // Emptied whole, then filled again.
+    for (const id of [...plain]) {
+      set.delete(id);
+      plain.delete(id);
+    }
+    check('emptied');
+    assert.equal(set.bytes, 0);
+    for (let id = 5; id < 16 * 65_536; id += 4099) {
+      set.add(id);
+      plain.add(id);
+    }
+    check('filled again');
   });
 
   test('a block of more than 4,096 ids is a bitmap and has the same ids', () => {
