@@ -80,6 +80,7 @@ export class Groups<K> {
     set.add(id);
   }
 
+  /** Gives back the room the sets' lists grew by. */
   fit(): void {
     for (const set of this.sets.values()) set.fit();
   }

@@ -1,8 +1,6 @@
-// The word index a process searches (docs/performance.md, Search): for persons and for works, the
-// ids of the rows having each lexeme of their tsvector (sql/009_search_words.sql: t:haus, ts:haus,
-// c:muller …), what ranking, sorting and facets need of each row, what the result list shows of
-// it (title, description, the person's slug), and the ids of each type, decade and creator.
-// sync.ts fills it from PostgreSQL with reading.ts's statements and keeps it current.
+// The word index a process searches (docs/performance.md, Search): for persons and works, the rows
+// of each lexeme (lexemes.ts), what ranking, sorting, facets and the result list need of each row,
+// and the rows of each type, decade and creator; sync.ts fills it and keeps it current.
 import { Column, Field, Interned, Texts } from './columns.ts';
 import { Groups, Lexemes } from './lexemes.ts';
 import { Vocabulary } from './vocabulary.ts';

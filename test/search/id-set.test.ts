@@ -56,7 +56,7 @@ describe('IdSet', () => {
         assert.deepEqual(bitmapOf(set, b), [...plain].filter((id) => id >>> 16 === b).sort((x, y) => x - y), `${label}: block ${b}`);
       }
     };
-    // Sparse blocks (lists) and two dense ones (bitmaps, back to lists as they empty), ids in no order.
+    // Lists only (the next test turns a block into a bitmap and back), some blocks fuller than others, ids in no order.
     const pick = () => {
       const b = Math.floor(random() * 16);
       return (b << 16) + Math.floor(random() * (b === 3 || b === 9 ? 7000 : 65_536));
@@ -76,6 +76,8 @@ describe('IdSet', () => {
       check(`round ${round}`);
       set.fit();
       check(`round ${round}, fitted`);
+      // Fitted, the lists take two bytes an id and no more.
+      assert.equal(set.bytes, 2 * set.size);
     }
     // Emptied whole, then filled again.
     for (const id of [...plain]) {
@@ -89,6 +91,43 @@ describe('IdSet', () => {
       plain.add(id);
     }
     check('filled again');
+  });
+
+  test('a bitmap emptied to 2,048 ids becomes a list again beside other lists, and a list released makes room', () => {
+    const set = new IdSet();
+    const plain = new Set<number>();
+    const put = (id: number) => {
+      set.add(id);
+      plain.add(id);
+    };
+    const drop = (id: number) => {
+      set.delete(id);
+      plain.delete(id);
+    };
+    const same = (label: string) => assert.deepEqual([...set.ids()], [...plain].sort((a, b) => a - b), label);
+    for (let i = 0; i < 100; i++) put(65_536 + 3 * i);
+    // Block 0 becomes a bitmap with its 4,097th id.
+    for (let i = 0; i < 4097; i++) put(7 * i);
+    for (let i = 0; i < 50; i++) put(2 * 65_536 + i);
+    set.fit();
+    assert.equal(set.bytes, 2 * 150 + 4 * blockWords);
+    // The 2,049th drop leaves 2,048: a list again, in a buffer that has no room left (repacked).
+    for (let i = 0; i < 2049; i++) drop(7 * i);
+    assert.ok(set.bytes < 2 * 150 + 4 * blockWords, `the bitmap's 8 KB given back: ${set.bytes} bytes`);
+    same('a list again');
+    put(7 * 4096 + 1);
+    put(65_537);
+    put(2 * 65_536 + 60);
+    same('added to each');
+    // Block 2's list is given up; block 1's grows after it.
+    for (let i = 0; i < 50; i++) drop(2 * 65_536 + i);
+    drop(2 * 65_536 + 60);
+    assert.equal(set.hasBlock(2), false);
+    for (let i = 0; i < 300; i++) put(65_536 + 3 * i + 1);
+    same('grown after a list released');
+    set.fit();
+    assert.equal(set.bytes, 2 * set.size);
+    same('fitted');
   });
 
   test('a block of more than 4,096 ids is a bitmap and has the same ids', () => {
