@@ -4,7 +4,7 @@ import type { Condition, FacetFilter, FacetName, Piece, Sort } from '../search/i
 import { facetNames } from '../search/index.ts';
 import type { LinkFn } from './request.ts';
 import type { Replaced } from './search-url.ts';
-import { joining, queryText, searchPath } from './search-url.ts';
+import { facetText, joining, queryText, searchPath } from './search-url.ts';
 
 export interface HitView {
   typ: 'person' | 'werk';
@@ -77,7 +77,7 @@ export function searchJson(result: SearchResult, link: LinkFn) {
     search_scope: result.scope,
     vid: result.vid,
     sortby: result.sort,
-    facet: result.filters.map((f) => `${f.name},${f.mode},${f.value}`),
+    facet: result.filters.map(facetText),
     ...(result.replaced.length ? { replaced: result.replaced } : {}),
     total: result.total,
     total_is_exact: result.exact,

@@ -80,6 +80,11 @@ function parseFacet(raw: string): FacetFilter {
   return { name: name as FacetName, mode, value };
 }
 
+/** A facet as its parameter writes it, what parseFacet reads: <name>,include|exclude,<value>. */
+export function facetText(f: FacetFilter): string {
+  return `${f.name},${f.mode},${f.value}`;
+}
+
 /** The search form's field, match and term as a condition; none for an empty term. */
 export function conditionsFromForm(query: URLSearchParams): Condition[] {
   const term = query.get('term') ?? '';
@@ -101,7 +106,7 @@ export function queryText(conditions: readonly Condition[], i: number): string {
   return `${c.field},${c.match},${c.term}${operator ? `,${operator}` : ''}`;
 }
 
-export type PathSettings = Omit<SearchSettings, 'sort' | 'filters' | 'lang'> & Partial<SearchSettings>;
+type PathSettings = Omit<SearchSettings, 'sort' | 'filters' | 'lang'> & Partial<SearchSettings>;
 
 export function searchPath(conditions: readonly Condition[], settings: PathSettings, offset: number): string {
   return searchPathFrom(searchPathStart(conditions, settings), settings, offset);
@@ -118,7 +123,7 @@ export function searchPathStart(conditions: readonly Condition[], settings: Path
 export function searchPathFrom(start: string, settings: PathSettings, offset: number): string {
   const pairs: [string, string | number][] = [];
   if (settings.sort && settings.sort !== 'rank') pairs.push(['sortby', settings.sort]);
-  for (const f of settings.filters ?? []) pairs.push(['facet', `${f.name},${f.mode},${f.value}`]);
+  for (const f of settings.filters ?? []) pairs.push(['facet', facetText(f)]);
   if (settings.lang) pairs.push(['lang', settings.lang]);
   if (offset > 0) pairs.push(['offset', offset]);
   return pairs.length === 0 ? start : `${start}&${buildQuery(pairs)}`;

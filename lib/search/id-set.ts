@@ -21,9 +21,8 @@ export class IdSet {
   /** For block b: meta[3b] the start of its list in `lists` (or none, or bitmap), meta[3b + 1] its ids, meta[3b + 2] its list's room. */
   private readonly meta: number[] = [];
   private bitmaps: (Uint32Array | undefined)[] | null = null;
-  /** The end of the last region, and the number of regions. */
+  /** The end of the last region. */
   private end = 0;
-  private regions = 0;
   size = 0;
 
   has(id: number): boolean {
@@ -184,7 +183,6 @@ export class IdSet {
     }
     if (!last) {
       if (start >= 0) this.lists.copyWithin(this.end, start, start + keep);
-      else this.regions++;
       this.meta[m] = this.end;
     }
     this.end += needed;
@@ -192,19 +190,15 @@ export class IdSet {
     return this.meta[m]!;
   }
 
-  /** Gives up block b's region. */
+  /** Gives up block b's region; with the last list, the buffer too. */
   private release(b: number): void {
     const m = 3 * b;
-    if (this.meta[m]! >= 0) {
-      if (this.meta[m]! + this.meta[m + 2]! === this.end) this.end = this.meta[m]!;
-      // The last list gone: the buffer too.
-      if (--this.regions === 0) {
-        this.lists = noLists;
-        this.end = 0;
-      }
-    }
+    if (this.meta[m]! >= 0 && this.meta[m]! + this.meta[m + 2]! === this.end) this.end = this.meta[m]!;
     this.meta[m] = none;
     this.meta[m + 2] = 0;
+    for (let c = 0; c < this.blockCount; c++) if (this.meta[3 * c]! >= 0) return;
+    this.lists = noLists;
+    this.end = 0;
   }
 
   /**
@@ -214,24 +208,25 @@ export class IdSet {
    * after it, p99 22 ms against 14).
    */
   private repack(b: number, room: number): void {
-    // Block b is never a bitmap here: one becoming a list again has none as its start by now.
-    const rooms = (c: number) => (c === b ? Math.max(room, this.meta[3 * c + 1]!) : room === 0 ? this.meta[3 * c + 1]! : this.meta[3 * c + 2]!);
-    let total = 0;
-    for (let c = 0; c < this.blockCount; c++) if (this.meta[3 * c]! >= 0 || (c === b && room > 0)) total += rooms(c);
-    const extra = room === 0 ? 0 : Math.max(16, total >> 2);
-    const lists = total === 0 ? noLists : new Uint16Array(total + extra);
+    // Each block's room: block b's as asked (never a bitmap here: one becoming a list again has
+    // none as its start by now), a list's what it holds (fit) or had, none for the others.
+    const rooms = Array.from({ length: this.blockCount }, (_, c) => {
+      const start = this.meta[3 * c]!;
+      const count = this.meta[3 * c + 1]!;
+      if (c === b && room > 0) return Math.max(room, count);
+      return start < 0 ? 0 : room === 0 ? count : this.meta[3 * c + 2]!;
+    });
+    const total = rooms.reduce((sum, r) => sum + r, 0);
+    const lists = total === 0 ? noLists : new Uint16Array(room === 0 ? total : total + Math.max(16, total >> 2));
     let end = 0;
-    this.regions = 0;
-    for (let c = 0; c < this.blockCount; c++) {
-      const m = 3 * c;
-      const start = this.meta[m]!;
-      if (start < 0 && !(c === b && room > 0)) continue;
-      this.regions++;
-      if (start >= 0) lists.set(this.lists.subarray(start, start + this.meta[m + 1]!), end);
-      this.meta[m] = end;
-      this.meta[m + 2] = rooms(c);
-      end += rooms(c);
-    }
+    rooms.forEach((r, c) => {
+      if (r === 0) return;
+      const start = this.meta[3 * c]!;
+      if (start >= 0) lists.set(this.lists.subarray(start, start + this.meta[3 * c + 1]!), end);
+      this.meta[3 * c] = end;
+      this.meta[3 * c + 2] = r;
+      end += r;
+    });
     this.lists = lists;
     this.end = end;
   }
