@@ -223,7 +223,7 @@ export function toJson(_data: null, link: LinkFn): Json {
         csrf: { type: 'apiKey', in: 'header', name: 'X-CSRF-Token', description: 'The session\'s CSRF token (the form field csrf_token), required with the session cookie for every change.' },
       },
       headers: {
-        Link: { description: 'The canonical address, the other representations (rel="alternate"), and for a page of a list the first, previous, next and last pages (RFC 8288).', schema: { type: 'string' } },
+        Link: { description: 'The canonical address, the other representations (rel="alternate"), and for a page of a list the next, previous, first and last pages (RFC 8288), in that order, as many as fit in 2,048 bytes; commas in its URLs are written %2C.', schema: { type: 'string' } },
         ETag: { description: 'A strong validator of the body; If-None-Match answers 304. Absent on private documents.', schema: { type: 'string' } },
         Location: { description: 'The address of the new or current resource.', schema: { type: 'string', format: 'uri-reference' } },
         RetryAfter: { description: 'Seconds until trying again makes sense.', schema: { type: 'integer', minimum: 0 } },

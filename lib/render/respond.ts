@@ -1,10 +1,10 @@
 // Sends what a script produced: a redirect, 204, or its rendered document with the headers a
-// representation carries (type, ETag, caching, links to the canonical URL and the alternates,
-// Vary when negotiated) and 304 for a matching If-None-Match.
-import type { Alternate, Encoding, Exchange, Format, Target } from '../http/index.ts';
+// representation carries (type, ETag, caching, links to the canonical URL, the alternates and
+// the neighbouring pages, Vary when negotiated) and 304 for a matching If-None-Match.
+import type { Alternate, Encoding, Exchange, Format, LinkRelation, Target } from '../http/index.ts';
 import {
-  chooseEncoding, compressSync, encodedEtag, locate, matchesEtag, mediaTypes, minCompressBytes, NoContent, notModifiedHeaders, Redirect, sendBody, sendEmpty,
-  sendStream, Streamed,
+  chooseEncoding, compressSync, encodedEtag, linkHeader, locate, matchesEtag, mediaTypes, minCompressBytes, NoContent, notModifiedHeaders,
+  Redirect, sendBody, sendEmpty, sendStream, Streamed,
 } from '../http/index.ts';
 import type { Document } from '../page/index.ts';
 
@@ -52,8 +52,10 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
     'content-type': answer.type ?? mediaTypes[format],
     etag,
     'cache-control': doc.private ? privateCacheControl : publicCacheControl,
-    link: [`<${target.link(doc.path)}>; rel="canonical"`, ...alternates.map((a) => `<${a.href}>; rel="alternate"; type="${a.type}"`), ...pageRelations(doc, target)].join(', '),
   };
+  // The canonical URL first, then the alternates, then the pages, as many as fit (all but on a long search).
+  const link = linkHeader([{ href: target.link(doc.path), rel: 'canonical' }, ...alternates.map((a) => ({ href: a.href, rel: 'alternate', type: a.type })), ...pageRelations(doc, target)]);
+  if (link) headers.link = link;
   const vary = [...(target.suffix === null && !answer.type ? ['Accept'] : []), ...(produced.body.length >= minCompressBytes ? ['Accept-Encoding'] : [])];
   if (vary.length > 0) headers.vary = varyWith(vary, ex.res.getHeader('vary'));
   if (encoding) headers['content-encoding'] = encoding;
@@ -68,12 +70,15 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
   sendBody(ex, doc.status ?? 200, headers, body);
 }
 
-/** A list page's first, last and neighbouring pages (RFC 8288), in the representation the address named. */
-function pageRelations(doc: Rendered['doc'], target: Target): string[] {
+/**
+ * A list page's neighbouring, first and last pages (RFC 8288), in the representation the address
+ * named; next first, as a harvester walks the list by it.
+ */
+function pageRelations(doc: Rendered['doc'], target: Target): LinkRelation[] {
   const pages = doc.pages;
   if (!pages) return [];
-  const relations: [string, string | null][] = [['first', pages.first], ['prev', pages.previous], ['next', pages.next], ['last', pages.last]];
-  return relations.filter(([, path]) => path !== null).map(([rel, path]) => `<${locate(target, path as string, target.suffix)}>; rel="${rel}"`);
+  const relations: [string, string | null][] = [['next', pages.next], ['prev', pages.previous], ['first', pages.first], ['last', pages.last]];
+  return relations.filter(([, path]) => path !== null).map(([rel, path]) => ({ href: locate(target, path as string, target.suffix), rel }));
 }
 
 /** Accept and Accept-Encoding first, then what the rewrite conditions read. */
