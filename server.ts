@@ -13,7 +13,7 @@ import { openDatabase, openReplicas, prepareDatabase } from './lib/db/index.ts';
 import type { Exchange } from './lib/http/index.ts';
 import {
   accessEntryOf, basePathOf, chooseFormat, compileTrust, createBodyReader, createExchange, createProxy, effectiveMethod, HttpError, lingerAfterAnswer,
-  listen, locate, mediaTypes, negotiateErrorFormat, picturesPath, readTarget, refuseLargeBody, runPrimary, runsWorkers, sendBody, sendEmpty,
+  listen, locate, locationHeader, mediaTypes, negotiateErrorFormat, picturesPath, readTarget, refuseLargeBody, runPrimary, runsWorkers, sendBody, sendEmpty,
   StaticFiles, UpstreamError,
 } from './lib/http/index.ts';
 import type { AccessEntry } from './lib/log/index.ts';
@@ -75,7 +75,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     // 2. Rewrite: the first matching rules decide; F and G end here (403, 410).
     const destination = rewriteRequest(rules, ex, target, site);
     ex.route = destination.kind;
-    if (destination.kind === 'redirect') return sendEmpty(ex, destination.status, { location: locate(target, destination.location, target.suffix) });
+    if (destination.kind === 'redirect') return sendEmpty(ex, destination.status, { location: locationHeader(locate(target, destination.location, target.suffix)) });
     // 3. Proxy, file or script: a P rule's upstream, a file of public/, or scripts/<name>.ts for /<name>.php.
     if (destination.kind === 'proxy') return proxy.forward(ex, destination.url);
     refuseLargeBody(req, config.pictureMaxBytes);

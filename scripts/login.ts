@@ -16,6 +16,7 @@ export interface LoginPage {
 }
 
 const failedMessage = 'Unknown user name or wrong password.';
+const maxBackLength = 1024;
 
 export async function GET(req: ScriptRequest): Promise<Document<LoginPage>> {
   const back = localPath(req.query.get('back'));
@@ -56,17 +57,22 @@ function page(data: LoginPage, status = 200): Document<LoginPage> {
   return { path: '/login', title: data.user ? `Logged in as ${data.user.username}` : 'Log in', data, status };
 }
 
-/** A path on this site to return to after the login; anything else (//evil.example, https://…) is dropped. */
+/**
+ * A path on this site to return to after the login; anything else (//evil.example, https://…) is
+ * dropped, and so is one over 1,024 characters as a URL writes it, which would make a Location
+ * longer than a redirect may carry (docs/robustness.md, Response headers).
+ */
 export function localPath(raw: string | null): string | null {
-  if (!raw || raw.length > 2000 || !raw.startsWith('/') || /^\/[/\\]|[\x00-\x1f\x7f\\]/.test(raw)) return null;
+  if (!raw || raw.length > maxBackLength || !raw.startsWith('/') || /^\/[/\\]|[\x00-\x1f\x7f\\]/.test(raw)) return null;
   let url: URL;
   try {
     url = new URL(raw, 'http://site.invalid');
   } catch {
     return null;
   }
-  if (url.origin !== 'http://site.invalid' || url.pathname === '/login' || url.pathname === '/logout') return null;
-  return url.pathname + url.search;
+  const back = url.pathname + url.search;
+  if (url.origin !== 'http://site.invalid' || url.pathname === '/login' || url.pathname === '/logout' || back.length > maxBackLength) return null;
+  return back;
 }
 
 /** For API clients: who the credentials identify, with their loan list. */

@@ -7,6 +7,7 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { TestServer } from './helpers.ts';
 import { readJson, startTestServer } from './helpers.ts';
+import { cookieOf, demo, openLoginForm, postForm } from './login-helpers.ts';
 
 let server: TestServer;
 before(async () => {
@@ -104,5 +105,30 @@ describe('commas in Link', () => {
     for (const part of parts) assert.match(part.trim(), /^<http:\/\/127\.0\.0\.1:\d+\/search(\.\w+)?\?query=any%2Ccontains%2Ckopfzeilenstudie&tab=default_tab&search_scope=default_scope&vid=portfolio&facet=rtype%2Cexclude%2CRoman(&offset=\d+)?>; rel="[a-z]+"(; type="[a-z/]+")?$/);
     const body = await readJson(res);
     assert.equal(body.url, `${server.origin}/search?${search}&facet=rtype,exclude,Roman`);
+  });
+});
+
+describe('a redirect', () => {
+  test('to an address too long for a Location is 414; a shorter one is sent', async () => {
+    const near = `x=${'a'.repeat(1900)}`;
+    const sent = await headOf(`/personen/?${near}`);
+    assert.equal(sent.status, 301);
+    assert.equal(sent.headers.get('location'), `${server.origin}/personen?${near}`);
+    const far = await headOf(`/personen/?x=${'a'.repeat(7900)}`, { accept: 'application/json' });
+    assert.equal(far.status, 414);
+    assert.equal(far.headers.get('location'), undefined);
+    assert.ok(far.bytes < 1024, `${far.bytes} bytes`);
+    const problem = await readJson(await fetch(`${server.origin}/personen/?x=${'a'.repeat(7900)}`, { headers: { accept: 'application/json' }, redirect: 'manual' }));
+    assert.equal(problem.detail, `This address redirects to one of ${server.origin.length + 7912} characters, more than the 2048 a redirect may carry; shorten its query.`);
+  });
+
+  test('after a login, to a way back too long for a Location, leads to the own loan list instead', async () => {
+    const form = await openLoginForm(server.origin);
+    // 1,000 characters as sent; 6,000 as a URL writes them.
+    const back = `/personen?q=${'ü'.repeat(988)}`;
+    const res = await postForm(server.origin, '/login', { username: 'mmuster', password: demo.mmuster.password, csrf_token: form.csrfToken, back }, { cookie: form.cookie });
+    assert.equal(res.status, 303);
+    assert.equal(res.headers.get('location'), `${server.origin}/entlehnte/${demo.mmuster.id}`);
+    assert.ok(cookieOf(res));
   });
 });

@@ -1,11 +1,12 @@
-// The URLs a response carries in its headers, within a budget: nginx reads a response's whole
-// header block into one buffer of 4 KB and counts a larger one as the instance's failure, and
-// Node's client refuses one over 16 KB (docs/robustness.md, Response headers).
+// The URLs a response's headers carry (Link, Location), within a budget: nginx reads the whole
+// header block into one 4 KB buffer and counts a larger one as the instance's failure; Node's
+// client refuses one over 16 KB (docs/robustness.md, Response headers).
+import { HttpError } from './http-error.ts';
 
 /**
- * The longest Link header the site writes, in bytes (headers go out as Latin-1, a byte a
- * character; the URLs are percent-encoded ASCII). With the other headers, at most about 1 KB, a
- * header block stays under 3.2 KB.
+ * The longest Link header and Location the site writes, in bytes (headers go out as Latin-1, a
+ * byte a character; the URLs are percent-encoded ASCII). With the other headers, at most about
+ * 1 KB, a header block stays under 3.2 KB.
  */
 export const maxHeaderUrlBytes = 2048;
 
@@ -32,3 +33,14 @@ export function linkHeader(relations: readonly LinkRelation[]): string | null {
   return header === '' ? null : header;
 }
 
+/**
+ * A redirect's or a new resource's Location. A redirect echoes the address it was asked with
+ * (a trailing slash taken off, an old slug replaced): one longer than maxHeaderUrlBytes is
+ * refused with 414 rather than sent in a header block a proxy cannot read.
+ */
+export function locationHeader(url: string): string {
+  if (url.length > maxHeaderUrlBytes) {
+    throw new HttpError(414, `This address redirects to one of ${url.length} characters, more than the ${maxHeaderUrlBytes} a redirect may carry; shorten its query.`);
+  }
+  return url;
+}

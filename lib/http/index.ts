@@ -11,7 +11,7 @@ export type { Answer } from './process-model.ts';
 export type { FieldError } from './http-error.ts';
 export { clip, controlCharacters, HttpError, NoContent, Redirect, Streamed } from './http-error.ts';
 export type { LinkRelation } from './header-budget.ts';
-export { linkHeader, maxHeaderUrlBytes } from './header-budget.ts';
+export { linkHeader, locationHeader, maxHeaderUrlBytes } from './header-budget.ts';
 export { effectiveMethod } from './method-override.ts';
 export type { Alternate, Format } from './negotiate.ts';
 export { alternatesOf, chooseFormat, formats, mediaTypes, negotiateErrorFormat } from './negotiate.ts';

@@ -3,7 +3,7 @@
 // the neighbouring pages, Vary when negotiated) and 304 for a matching If-None-Match.
 import type { Alternate, Encoding, Exchange, Format, LinkRelation, Target } from '../http/index.ts';
 import {
-  chooseEncoding, compressSync, encodedEtag, linkHeader, locate, matchesEtag, mediaTypes, minCompressBytes, NoContent, notModifiedHeaders,
+  chooseEncoding, compressSync, encodedEtag, linkHeader, locate, locationHeader, matchesEtag, mediaTypes, minCompressBytes, NoContent, notModifiedHeaders,
   Redirect, sendBody, sendEmpty, sendStream, Streamed,
 } from '../http/index.ts';
 import type { Document } from '../page/index.ts';
@@ -42,7 +42,7 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
   if (produced instanceof Redirect) {
     // A permanent move (an old slug) keeps the suffix: /person/old.json leads to /person/new.json.
     const kept = produced.status === 301 || produced.status === 308 ? target.suffix : null;
-    return sendEmpty(ex, produced.status, { location: locate(target, produced.location, kept), 'cache-control': 'no-store' });
+    return sendEmpty(ex, produced.status, { location: locationHeader(locate(target, produced.location, kept)), 'cache-control': 'no-store' });
   }
   if (produced instanceof NoContent) return sendEmpty(ex, 204, { 'cache-control': 'no-store' });
   if (produced instanceof Streamed) return sendStream(ex, produced.status, { 'content-type': produced.type, 'cache-control': publicCacheControl }, produced.chunks());
@@ -59,7 +59,7 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
   const vary = [...(target.suffix === null && !answer.type ? ['Accept'] : []), ...(produced.body.length >= minCompressBytes ? ['Accept-Encoding'] : [])];
   if (vary.length > 0) headers.vary = varyWith(vary, ex.res.getHeader('vary'));
   if (encoding) headers['content-encoding'] = encoding;
-  if (doc.location) headers.location = target.link(doc.location);
+  if (doc.location) headers.location = locationHeader(target.link(doc.location));
   const method = ex.req.method;
   if (answer.personal) {
     headers['cache-control'] = privateCacheControl;
