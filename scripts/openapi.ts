@@ -68,7 +68,7 @@ const params = {
   vid: param('vid', 'query', { type: 'string', default: 'portfolio' }, 'The view: the look of the HTML list (portfolio, druck). Another installation\'s view is answered with ours.'),
   sortby: param('sortby', 'query', { type: 'string', enum: ['rank', 'title', 'author', 'date_d', 'date_a'], default: 'rank' }, 'The order of the hits.'),
   facet: param('facet', 'query', { type: 'array', items: { type: 'string', pattern: '^(rtype|creator|decade),(include|exclude),.+$' }, maxItems: 10 },
-    'A facet as Primo writes it, name,include|exclude,value (rtype, creator, decade).', { style: 'form', explode: true }),
+    'A facet as Primo writes it, name,include|exclude,value (rtype, creator, decade); a value of rtype is at most 100 characters, of creator 401. With the terms, a search is at most 1,536 characters as its links write it.', { style: 'form', explode: true }),
   lang: param('lang', 'query', { type: 'string' }, 'Primo\'s interface language; kept in the links.'),
   personen: param('personen', 'query', { type: 'integer', minimum: 1 }, 'A part of the sitemap index: persons of one range of ids.'),
   werke: param('werke', 'query', { type: 'integer', minimum: 1 }, 'A part of the sitemap index: works of one range of ids.'),

@@ -5,8 +5,8 @@
 // search-list.ts); words, ranking, facets and the cost bound live in lib/search.
 import type { Document, FacetView, Paging, ScriptRequest, SearchResult, SearchSettings } from '../lib/page/index.ts';
 import {
-  buildQuery, clip, conditionsFromForm, HttpError, pageLinks, pagingOf, readNonNegativeInteger, readSearchSettings, Redirect, search, searchPath,
-  searchPathFrom, searchPathStart, searchViews,
+  buildQuery, checkSearchPath, clip, conditionsFromForm, HttpError, pageLinks, pagingOf, readNonNegativeInteger, readSearchSettings, Redirect, search,
+  searchPath, searchPathFrom, searchPathStart, searchViews,
 } from '../lib/page/index.ts';
 
 export { searchJson as toJson, searchXml as toXml } from '../lib/page/index.ts';
@@ -25,13 +25,14 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
   const { query } = req;
   const replaced: SearchResult['replaced'] = [];
   // The search form sends field, match and term; answer with the canonical URL.
-  if (query.has('term')) throw new Redirect(searchPath(conditionsFromForm(query), readSearchSettings(req, replaced), 0), 303);
+  if (query.has('term')) throw new Redirect(checkSearchPath(searchPath(conditionsFromForm(query), readSearchSettings(req, replaced), 0)), 303);
 
   const settings = readSearchSettings(req, replaced);
   const conditions = query.getAll('query').map(search.parseCondition);
   if (conditions.length > maxQueries) throw new HttpError(400, `Parameter query may be given at most ${maxQueries} times.`);
   const lines = search.parseLines(conditions);
   const offset = readNonNegativeInteger(query, 'offset', 0);
+  const path = checkSearchPath(searchPath(conditions, settings, offset));
   const view = searchViews[settings.vid] as { title: string; stylesheet: string };
   const result: SearchResult = {
     conditions, ...settings, replaced, offset, size: pageSize, total: 0, exact: true, previous: null, next: null, hits: [],
@@ -75,7 +76,7 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
     result.pages = { previous: paging.previous?.slice(1) ?? null, next: paging.next?.slice(1) ?? null };
   }
   return {
-    path: searchPath(conditions, settings, offset),
+    path,
     title: conditions.length ? `${view.title}: ${clip(result.described)}` : view.title,
     data: result,
     stylesheet: view.stylesheet,

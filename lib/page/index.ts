@@ -27,7 +27,7 @@ export { buildQuery, loginLink, pageLinks, pagingOf, readId, readNonNegativeInte
 export type { FacetView, SearchResult } from './search-list.ts';
 export { searchJson, searchXml } from './search-list.ts';
 export type { SearchSettings } from './search-url.ts';
-export { conditionsFromForm, readSearchSettings, searchPath, searchPathFrom, searchPathStart, searchViews } from './search-url.ts';
+export { checkSearchPath, conditionsFromForm, readSearchSettings, searchPath, searchPathFrom, searchPathStart, searchViews } from './search-url.ts';
 export type { Werk } from './werk.ts';
 export { editWerkPage, findWerk, newWerkPage, readWerk, resolveWerk, werkJson, werkValues, werkView, werkXml } from './werk.ts';
 export { deleteWerk, insertWerk, updateWerk } from './werk-store.ts';

@@ -15,6 +15,18 @@ export const searchViews: Record<string, { title: string; stylesheet: string }> 
   druck: { title: 'Search (print)', stylesheet: 'css/druck.css' },
 };
 const maxFacets = 10;
+/**
+ * The longest value of each facet: what the data can hold (a type is up to 100 characters, a
+ * creator's name up to 200 letters of first and last name each, with a space between); a longer
+ * one matches nothing.
+ */
+const maxFacetValue: Record<FacetName, number> = { rtype: 100, creator: 401, decade: 5 };
+/**
+ * The longest site path of a search as its links write it, percent-encoded: with the origin, its
+ * canonical URL fits the Link header (lib/http/header-budget.ts), and the page's fifty-odd links
+ * stay short.
+ */
+const maxSearchPath = 1536;
 
 /** Parameters of another Primo installation this site does not have, and what it used instead. */
 export type Replaced = { name: string; requested: string; used: string }[];
@@ -70,13 +82,15 @@ function readFacets(query: URLSearchParams): FacetFilter[] {
 function parseFacet(raw: string): FacetFilter {
   const [name = '', mode = '', ...rest] = raw.split(',');
   const value = rest.join(',').trim();
-  // A creator's name is up to 200 letters of first and last name each, with a space between.
-  if (!(facetNames as readonly string[]).includes(name) || (mode !== 'include' && mode !== 'exclude') || value === '' || [...value].length > 401 || controlCharacters.test(value)) {
+  if (!(facetNames as readonly string[]).includes(name) || (mode !== 'include' && mode !== 'exclude') || value === '' || controlCharacters.test(value)) {
     throw new HttpError(400, `Parameter facet must read <name>,include,<value> or <name>,exclude,<value>, e.g. rtype,include,Roman; names: ${facetNames.join(', ')}.`);
   }
   if (name === 'decade' && !/^(0|-?[1-9][0-9]{0,3}0)$/.test(value)) {
     throw new HttpError(400, `A decade facet's value is the decade's first year, e.g. decade,include,1990, not "${clip(value)}".`);
   }
+  const length = [...value].length;
+  const max = maxFacetValue[name as FacetName];
+  if (length > max) throw new HttpError(400, `Parameter facet: a value of ${name} is at most ${max} characters, not ${length}.`);
   return { name: name as FacetName, mode, value };
 }
 
@@ -110,6 +124,14 @@ type PathSettings = Omit<SearchSettings, 'sort' | 'filters' | 'lang'> & Partial<
 
 export function searchPath(conditions: readonly Condition[], settings: PathSettings, offset: number): string {
   return searchPathFrom(searchPathStart(conditions, settings), settings, offset);
+}
+
+/** A search's path, read from the request: 400 when its links would be longer than maxSearchPath. */
+export function checkSearchPath(path: string): string {
+  if (path.length > maxSearchPath) {
+    throw new HttpError(400, `The parameters query and facet make this search ${path.length} characters long as its links write it, more than ${maxSearchPath}; use fewer or shorter terms and facet values.`);
+  }
+  return path;
 }
 
 /** The start every link of one search shares: its conditions, tab, scope and view. */
