@@ -43,11 +43,11 @@ describe('the nginx site', () => {
     assert.equal(run.status, 0, run.stderr);
   });
 
-  test('passes what the load balancer needs: forwarded headers, retries, no /metrics', () => {
+  test('passes what the load balancer needs: forwarded headers, retries, no instance taken out for its answers, no /metrics', () => {
     const site = read('nginx/portfolio.conf');
     for (const line of ['proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;', 'proxy_set_header X-Forwarded-Proto $scheme;',
       'proxy_set_header Host $http_host;', 'proxy_set_header Forwarded "";', 'proxy_set_header X-Forwarded-Host "";',
-      'proxy_next_upstream error timeout;', 'keepalive_timeout 4s;']) {
+      'proxy_next_upstream error timeout;', 'keepalive_timeout 4s;', 'server 127.0.0.1:8081 max_fails=0;', 'server 127.0.0.1:8082 max_fails=0;']) {
       assert.ok(site.includes(line), line);
     }
     assert.match(site, /location = \/metrics \{\s+return 404;/);

@@ -59,8 +59,11 @@ export interface Front {
   log: () => string;
 }
 
-/** deploy/nginx/portfolio.conf on loopback ports, in front of the given instance ports. */
-export async function startNginx(dir: string, tls: { cert: string; key: string }, upstreams: [number, number]): Promise<Front> {
+/**
+ * deploy/nginx/portfolio.conf on loopback ports, in front of the given instance ports; changes
+ * are further edits of the site a test makes (each must apply, as edit() checks).
+ */
+export async function startNginx(dir: string, tls: { cert: string; key: string }, upstreams: [number, number], changes: [string | RegExp, string][] = []): Promise<Front> {
   const [port, plain] = [await freePort(), await freePort()];
   const site = edit(readFileSync(path.join(root, 'deploy/nginx/portfolio.conf'), 'utf8'), [
     ['server 127.0.0.1:8081 ', `server 127.0.0.1:${upstreams[0]} `],
@@ -72,6 +75,7 @@ export async function startNginx(dir: string, tls: { cert: string; key: string }
     ['/etc/ssl/certs/example.org.pem', tls.cert],
     ['/etc/ssl/private/example.org.key', tls.key],
     ['proxy_pass http://portfolio;', `proxy_pass http://portfolio;\n        proxy_bind ${proxyAddress};`],
+    ...changes,
   ]);
   writeFileSync(path.join(dir, 'site.conf'), site);
   writeFileSync(path.join(dir, 'nginx.conf'), `worker_processes 2;
