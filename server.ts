@@ -13,12 +13,13 @@ import { openDatabase, openReplicas, prepareDatabase } from './lib/db/index.ts';
 import type { Exchange } from './lib/http/index.ts';
 import {
   accessEntryOf, basePathOf, chooseFormat, compileTrust, createBodyReader, createExchange, createProxy, effectiveMethod, HttpError, lingerAfterAnswer,
-  listen, locate, locationHeader, mediaTypes, negotiateErrorFormat, picturesPath, readTarget, refuseLargeBody, runPrimary, runsWorkers, sendBody, sendEmpty,
+  listen, locate, locationHeader, mediaTypes, negotiateErrorFormat, picturesPath, possibleMethods, readTarget, refuseLargeBody, runPrimary, runsWorkers, sendBody, sendEmpty,
   StaticFiles, UpstreamError,
 } from './lib/http/index.ts';
 import type { AccessEntry } from './lib/log/index.ts';
 import { Logs } from './lib/log/index.ts';
 import { clusterMetrics, foldMetrics, Metrics, Probes } from './lib/ops/index.ts';
+import { admitChange } from './lib/page/index.ts';
 import { formatsOf, problemOf, renderProblem, respond, Templates } from './lib/render/index.ts';
 import { loadRules, rewriteRequest } from './lib/rewrite/index.ts';
 import { scriptOf } from './lib/script-name.ts';
@@ -88,24 +89,27 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     }
     ex.route = name;
     const script = await scripts.load(name);
-    // 4. Method and body: OPTIONS answers itself; a change from another site is refused before
-    //    anything is read; a form may ask for PUT or DELETE (_method). 405 lists what there is.
+    // 4. Method and body: OPTIONS answers itself; a change from another site, or from someone
+    //    who may change nothing, is refused before its body is read; a form may ask for PUT or
+    //    DELETE (_method). 405 lists what there is.
     const allow = allowedMethods(script);
     if (req.method === 'OPTIONS') return sendEmpty(ex, 204, { allow: allow.join(', ') });
-    if (req.method !== 'GET' && req.method !== 'HEAD' && req.headers.origin !== undefined && req.headers.origin !== target.origin) {
-      throw new HttpError(403, `A ${req.method} from ${req.headers.origin.slice(0, 100)} is not accepted here; send it from ${target.origin}.`);
+    // Who is asking is read only if the script or a change asks; public documents never do.
+    const requester = auth.requester(ex, target);
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      if (!possibleMethods(req).some((m) => allow.includes(m))) throw notAllowed(req.method ?? '', allow);
+      await admitChange(req, target, requester, script);
     }
     const body = createBodyReader(req);
     const method = await effectiveMethod(req, body);
     const handler = method === 'GET' || method === 'HEAD' ? script.GET : allow.includes(method) ? script[method as 'POST' | 'PUT' | 'DELETE'] : undefined;
-    if (!handler) throw new HttpError(405, `${method} is not supported here; use ${allow.join(', ')}.`, { allow });
+    if (!handler) throw notAllowed(method, allow);
     // 5. Representation: the suffix, or Accept; 406 lists the alternatives.
     const available = formatsOf(script);
     // Before the script has run, the address asked for, with its query, is the best name of the document.
     const guess = target.query ? `${target.bare}?${target.query}` : target.bare;
     const format = script.only && target.suffix === null ? script.only.format : chooseFormat({ suffix: target.suffix, accept: req.headers.accept, available, path: guess, link: target.link });
-    // 6. Identity: who is asking is read only if the script asks; public documents never do.
-    const requester = auth.requester(ex, target);
+    // 6. Identity: the requester of step 4, read only if the script or a change asks.
     // 7. Run the script and render its answer (8), or take the rendering kept at this data version.
     const produced = await runner.run(ex, { name, script, handler, method, format, available, target, query: destination.query, body, requester });
     // 9. Respond: redirect, 204, or the representation with its ETag, links and caching.
@@ -193,6 +197,10 @@ async function prepare(config: Config, parts: { db: Db | undefined; logError: Ap
     throw err;
   });
   return { scripts, rules, db };
+}
+
+function notAllowed(method: string, allow: string[]): HttpError {
+  return new HttpError(405, `${method} is not supported here; use ${allow.join(', ')}.`, { allow });
 }
 
 /** GET, HEAD and OPTIONS wherever there is a GET, and the change methods the script exports. */

@@ -18,6 +18,9 @@ export interface LoginPage {
 const failedMessage = 'Unknown user name or wrong password.';
 const maxBackLength = 1024;
 
+/** Logging in is a change anyone may send. */
+export const anonymous = true;
+
 export async function GET(req: ScriptRequest): Promise<Document<LoginPage>> {
   const back = localPath(req.query.get('back'));
   const requester = await req.identify();

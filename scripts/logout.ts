@@ -3,6 +3,9 @@
 import type { Document, ScriptRequest } from '../lib/page/index.ts';
 import { HttpError, Redirect } from '../lib/page/index.ts';
 
+/** A stale session's cookie is cleared for anyone, logged in or not. */
+export const anonymous = true;
+
 export async function POST(req: ScriptRequest): Promise<Document> {
   const { fields } = await req.body(['form']);
   const requester = await req.identify();

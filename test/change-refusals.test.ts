@@ -50,12 +50,17 @@ describe('who may change what', () => {
     assert.equal((await server.db.query('SELECT 1 FROM loan WHERE werk_id = 7 AND returned_at IS NULL')).length, 1);
   });
 
-  test('an anonymous client and wrong Basic credentials are 403 with a login link', async () => {
+  test('an anonymous client and wrong Basic credentials are 403 with a login link back to the page they came from, else to the resource', async () => {
     for (const headers of [{}, { authorization: basic('mmuster', 'wrong-password') }] as Record<string, string>[]) {
       const res = await fetch(`${server.origin}/person/max-muster`, { method: 'PUT', headers: { 'content-type': 'application/json', ...headers }, body: maxJson });
       assert.equal(res.status, 403);
-      assert.match(await res.text(), /Log in to change this: with the login form, or with HTTP Basic credentials and a JSON or XML body\.[\s\S]*<a class="login" href="login\?back=\/person\/max-muster\/bearbeiten">/);
+      assert.match(await res.text(), /Log in to change this: with the login form, or with HTTP Basic credentials and a JSON or XML body\.[\s\S]*<a class="login" href="login\?back=\/person\/max-muster">/);
+      const fromForm = await fetch(`${server.origin}/person/max-muster`, {
+        method: 'PUT', headers: { 'content-type': 'application/json', referer: `${server.origin}/person/max-muster/bearbeiten`, ...headers }, body: maxJson,
+      });
+      assert.match(await fromForm.text(), /<a class="login" href="login\?back=\/person\/max-muster\/bearbeiten">/);
     }
+    assert.deepEqual(await personRow(server.db, 1), max);
   });
 
   test('a session needs its CSRF token (X-CSRF-Token) and a matching Origin; the right ones change the person', async () => {
@@ -188,7 +193,8 @@ describe('methods', () => {
     assert.equal((await readJson(put)).beschreibung, 'Neu beschrieben.');
     const bad = await fetch(`${server.origin}/werk/2.json`, { method: 'POST', headers: { ...headers, 'x-http-method-override': 'GET' }, body: '{}' });
     assert.deepEqual([bad.status, await detailOf(bad)], [400, 'The X-HTTP-Method-Override header may name PUT or DELETE, not "GET".']);
-    const form = await fetch(`${server.origin}/werk/2.json`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '_method=PATCH' });
+    const cookie = await logInAs(server.origin, 'mmuster');
+    const form = await fetch(`${server.origin}/werk/2.json`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: '_method=PATCH' });
     assert.deepEqual([form.status, await detailOf(form)], [400, 'The form field _method may name PUT or DELETE, not "PATCH".']);
   });
 });

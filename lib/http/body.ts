@@ -1,10 +1,14 @@
 // Reads a request body for a script: at most 1 MiB (413 beyond), of a media type the script
-// accepts (415 otherwise), parsed. HTML forms send application/x-www-form-urlencoded; API
-// clients JSON or XML in the shapes of the representations (malformed: 400).
+// accepts (415 otherwise), of a bounded number of parts counted as it arrives (body-shape.ts), in
+// UTF-8, parsed. HTML forms send application/x-www-form-urlencoded; API clients JSON or XML in the
+// shapes of the representations (malformed: 400).
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { ShapeCounter } from './body-shape.ts';
+import { countForm, countJson, countXml } from './body-shape.ts';
 import { HttpError } from './http-error.ts';
+import { readQuery, readUtf8 } from './query.ts';
 import type { XmlElement } from './xml-body.ts';
-import { parseXmlBody } from './xml-body.ts';
+import { checkXmlEncoding, parseXmlBody } from './xml-body.ts';
 
 const maxBodyBytes = 1024 * 1024;
 
@@ -39,6 +43,8 @@ const mediaTypesOf: Record<BodyType, readonly string[]> = {
   xml: ['application/xml', 'text/xml'],
 };
 
+const counters: Record<BodyType, () => ShapeCounter> = { form: countForm, json: countJson, xml: countXml };
+
 /** The body type a request declares, or null when its Content-Type is none of ours. */
 export function bodyTypeOf(headers: IncomingHttpHeaders): BodyType | null {
   const [mediaType] = parseContentType(headers['content-type']);
@@ -66,7 +72,10 @@ export function createBodyReader(req: IncomingMessage): BodyReader {
     }
     if (charset !== null && charset !== 'utf-8') throw new HttpError(415, `Send the body in UTF-8, not ${charset.slice(0, 40)}.`);
     // The Content-Type decides the type, so every call that gets this far parses the same way.
-    parsed ??= readBytes(req, maxBodyBytes).then((bytes) => parseBody(type, bytes.toString('utf8').replace(/^\uFEFF/, '')));
+    parsed ??= readBytes(req, maxBodyBytes, counters[type]()).then((bytes) => {
+      if (type === 'xml') checkXmlEncoding(bytes);
+      return parseBody(type, readUtf8(bytes, 'The body'));
+    });
     return (await parsed) as Extract<Body, { type: T }>;
   };
 }
@@ -85,7 +94,7 @@ export function refuseLargeBody(req: IncomingMessage, uploadMaxBytes = 0): void 
 function parseBody(type: BodyType, text: string): Body {
   switch (type) {
     case 'form':
-      return { type, fields: new URLSearchParams(text) };
+      return { type, fields: readQuery(text, 'The form') };
     case 'json':
       return { type, value: parseJson(text) };
     case 'xml':
@@ -117,7 +126,8 @@ function tooLarge(): HttpError {
   return new HttpError(413, `The request body is larger than ${maxBodyBytes / 1024 / 1024} MiB.`, { headers: { connection: 'close' } });
 }
 
-function readBytes(req: IncomingMessage, limit: number): Promise<Buffer> {
+/** The body's bytes; each chunk is counted as it comes, and the first that passes a bound ends the reading. */
+function readBytes(req: IncomingMessage, limit: number, count: ShapeCounter): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > limit) return Promise.reject(tooLarge());
   return new Promise((resolve, reject) => {
@@ -125,11 +135,14 @@ function readBytes(req: IncomingMessage, limit: number): Promise<Buffer> {
     let size = 0;
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        // Stop buffering; the 413 closes the connection instead of reading the rest.
+      try {
+        if (size > limit) throw tooLarge();
+        count(chunk);
+      } catch (err) {
+        // Stop buffering; the refusal closes the connection instead of reading the rest.
         req.off('data', onData);
         req.pause();
-        reject(tooLarge());
+        reject(err);
         return;
       }
       chunks.push(chunk);

@@ -20,6 +20,13 @@ export async function effectiveMethod(req: IncomingMessage, readBody: BodyReader
   return field === null || field === '' ? method : checkOverride(field, 'The form field _method');
 }
 
+/** The methods a request may run as, known before its body is read: its own, and PUT and DELETE for a POST that may name them. */
+export function possibleMethods(req: IncomingMessage): string[] {
+  const method = req.method ?? 'GET';
+  const mayOverride = method === 'POST' && (req.headers['x-http-method-override'] !== undefined || bodyTypeOf(req.headers) === 'form');
+  return mayOverride ? [method, ...overridable] : [method];
+}
+
 function checkOverride(value: string, where: string): string {
   const method = value.trim().toUpperCase();
   if (method === 'POST' || overridable.includes(method)) return method;

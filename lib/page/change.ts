@@ -2,13 +2,14 @@
 // requester must be logged in; a change made with the session cookie needs the session's CSRF
 // token; one made with Basic credentials must be JSON or XML, so no form on another site can use
 // a browser's stored credentials. A form gets 303 to the result, an API client the document.
-import type { Identity } from '../auth/index.ts';
+import type { IncomingMessage } from 'node:http';
+import type { Identity, Requester } from '../auth/index.ts';
 import type { Queryable } from '../db/index.ts';
-import type { Body, Upload } from '../http/index.ts';
-import { hasBody, HttpError, NoContent, Redirect } from '../http/index.ts';
+import type { Body, Target, Upload } from '../http/index.ts';
+import { bodyTypeOf, hasBody, HttpError, NoContent, Redirect, refererPath, refuseCrossSite } from '../http/index.ts';
 import type { Failure } from './form.ts';
 import { failureOf } from './form.ts';
-import type { Document, Outcome, ScriptRequest } from './request.ts';
+import type { Document, Outcome, ScriptModule, ScriptRequest } from './request.ts';
 import { requireLogin, withLogin } from './request.ts';
 
 interface ChangeOptions {
@@ -16,6 +17,25 @@ interface ChangeOptions {
   back: string;
   /** A DELETE may come without a body (API clients); a form sends one for its _method and token. */
   bodyless?: boolean;
+}
+
+const loginFirst = {
+  anonymous: 'Log in to change this: with the login form, or with HTTP Basic credentials and a JSON or XML body.',
+  expired: 'Your session has expired; log in again and repeat the change.',
+};
+
+/**
+ * The front's check of a POST, PUT or DELETE before its body is read: one sent from another site,
+ * or by someone who is not logged in, is 403, with a login link back to the page it was sent
+ * from, else to the resource. Let through: scripts that take changes from anyone (the login
+ * form), and a form whose session has timed out, which its script shows again filled in.
+ */
+export async function admitChange(req: IncomingMessage, target: Target, requester: Requester, script: ScriptModule): Promise<void> {
+  refuseCrossSite(req, target);
+  if (script.anonymous || (await requester.identify())) return;
+  const expired = await requester.session.expired();
+  if (expired && bodyTypeOf(req.headers) === 'form') return;
+  throw new HttpError(403, expired ? loginFirst.expired : loginFirst.anonymous, { login: refererPath(req, target) ?? target.bare });
 }
 
 /** What a change did: where a browser's form goes next, and what an API client gets. */
@@ -30,7 +50,7 @@ type FormAgain = (failure: Failure) => Document | Promise<Document>;
 
 /**
  * Runs a change: the requester and the body are checked first (400, 403 or 415, nothing changed),
- * then `run`; a 403 for anyone anonymous, or from `run`, offers the login link to `back`. When a
+ * the requester before the body is read, then `run`; a 403 for anyone anonymous, or from `run`, offers the login link to `back`. When a
  * browser's form fails validation, authorization or a conflict, `formAgain` shows the form again
  * with what was typed.
  */
@@ -38,8 +58,9 @@ export async function change(req: ScriptRequest, options: ChangeOptions & { body
 export async function change(req: ScriptRequest, options: ChangeOptions & { bodyless: true }, run: (c: { requester: Identity }) => Promise<Changed>, formAgain?: FormAgain): Promise<Outcome>;
 export async function change(req: ScriptRequest, options: ChangeOptions, run: (c: { requester: Identity; body: Body }) => Promise<Changed>, formAgain?: FormAgain): Promise<Outcome> {
   try {
+    const requester = await loggedIn(req, options.back);
     const body = options.bodyless && !hasBody(req.headers) ? null : await req.body(['form', 'json', 'xml']);
-    const requester = await beginChange(req, body, options.back);
+    await beginChange(req, requester, body);
     // A refusal of the change itself (not yours, librarians only) offers to log in as someone who may.
     const { then, document } = await run({ requester, body: body as Body }).catch((err: unknown) => {
       throw withLogin(err, options.back);
@@ -76,20 +97,15 @@ export async function changeWithUpload(req: ScriptRequest, options: Pick<ChangeO
   }
 }
 
-async function beginChange(req: ScriptRequest, body: Body | null, back: string): Promise<Identity> {
-  const requester = await loggedIn(req, back);
+async function beginChange(req: ScriptRequest, requester: Identity, body: Body | null): Promise<void> {
   if (requester.via === 'basic' && body?.type === 'form') {
     throw new HttpError(415, 'With HTTP Basic credentials send the body as application/json or application/xml; HTML forms need a login session and its CSRF token.');
   }
   await checkToken(req, requester, body?.type === 'form' ? body.fields : null);
-  return requester;
 }
 
 function loggedIn(req: ScriptRequest, back: string): Promise<Identity> {
-  return requireLogin(req, back, {
-    anonymous: 'Log in to change this: with the login form, or with HTTP Basic credentials and a JSON or XML body.',
-    expired: 'Your session has expired; log in again and repeat the change.',
-  });
+  return requireLogin(req, back, loginFirst);
 }
 
 /** A change with the session cookie carries the session's CSRF token: the form field csrf_token, or the header X-CSRF-Token. */

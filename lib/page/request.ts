@@ -108,6 +108,11 @@ export interface ScriptModule {
    */
   cacheable?: boolean;
   /**
+   * True when anyone may send the script's changes without logging in (the login form, logging
+   * out). For every other script a change from someone not logged in is 403 before its body is read.
+   */
+  anonymous?: boolean;
+  /**
    * The one representation of a document that has a media type of its own instead of the three
    * (an Atom feed: its XML, through toXml, served as application/atom+xml; the OpenAPI document's
    * JSON). It is served whatever Accept asks; another suffix is 406.

@@ -9,7 +9,7 @@ import { projectRoot } from '../config.ts';
 import type { Db, ReadRoute, Replicas } from '../db/index.ts';
 import { DataVersion, failsOnReplica, ResultCache, unknownPosition } from '../db/index.ts';
 import type { BodyReader, Exchange, Format, Target } from '../http/index.ts';
-import { alternatesOf, etagOf, HttpError, NoContent, readUpload, Redirect, Streamed } from '../http/index.ts';
+import { alternatesOf, etagOf, NoContent, readQuery, readUpload, Redirect, Streamed } from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
 import type { Outcome, ScriptModule, ScriptRequest } from '../page/index.ts';
 import type { Produced, Templates } from '../render/index.ts';
@@ -198,22 +198,3 @@ export class ScriptRunner {
 function refusingSession(refuse: () => never): ScriptRequest['session'] {
   return { expired: refuse, csrfToken: refuse, checkCsrf: refuse, loginToken: refuse, checkLoginToken: refuse, start: refuse, end: refuse };
 }
-
-/**
- * The query string as parameters. Percent-encoded bytes that are not UTF-8 (Latin-1's m%FCller)
- * are 400, where URLSearchParams would read them as U+FFFD and answer for another term; a %
- * without two hex digits after it stays the text it is (50%off), as URLSearchParams and PHP read it.
- */
-function readQuery(raw: string): URLSearchParams {
-  for (const run of raw.includes('%') ? raw.match(encodedRuns) ?? [] : []) {
-    try {
-      utf8.decode(Buffer.from(run.replace(/%/g, ''), 'hex'));
-    } catch {
-      throw new HttpError(400, 'The query string has percent-encoded bytes that are not UTF-8: write each byte of UTF-8 as %XX.');
-    }
-  }
-  return new URLSearchParams(raw);
-}
-
-const encodedRuns = /(?:%[0-9A-Fa-f]{2})+/g;
-const utf8 = new TextDecoder('utf-8', { fatal: true });
