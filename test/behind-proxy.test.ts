@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import type { TestServer } from './helpers.ts';
-import { rawRequest, startTestServer, waitFor } from './helpers.ts';
+import { rawRequest, readJson, startTestServer, waitFor } from './helpers.ts';
 import { basic, demo, openLoginForm, postForm } from './login-helpers.ts';
 
 let server: TestServer;
@@ -82,7 +82,12 @@ describe('the client a trusted proxy names', () => {
     const login = await postForm(server.origin, '/login', { username: 'mmuster', password: demo.mmuster.password, csrf_token: token },
       { cookie, origin: `https://127.0.0.1:${new URL(server.origin).port}`, ...https });
     assert.equal(login.status, 303);
-    assert.match(login.headers.get('set-cookie') ?? '', /^portfolio_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+    // Over HTTPS at the root of the host, with the __Host- prefix: no sibling host and no plain HTTP can set it.
+    assert.match(login.headers.get('set-cookie') ?? '', /^__Host-portfolio_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+    const session = /=([^;]+)/.exec(login.headers.get('set-cookie') as string)?.[1] as string;
+    const me = (cookie: string) => fetch(`${server.origin}/me.json`, { headers: { cookie, ...https } }).then(readJson);
+    assert.equal((await me(`__Host-portfolio_session=${session}`)).angemeldet?.name, 'mmuster');
+    assert.equal((await me(`portfolio_session=${session}`)).angemeldet, null, 'the session is read under its prefixed name only');
   });
 
   test('X-Forwarded-Host is believed from a trusted proxy, and must still be a host served here', async () => {

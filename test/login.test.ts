@@ -65,7 +65,7 @@ describe('the login form', () => {
     const secure = await startTestServer({ BASE_URL: 'https://portfolio.example.org' });
     try {
       const res = await fetch(`${secure.origin}/login`);
-      assert.match(res.headers.get('set-cookie') ?? '', /^portfolio_login=[0-9A-Za-z._-]+; Max-Age=1800; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+      assert.match(res.headers.get('set-cookie') ?? '', /^__Host-portfolio_login=[0-9A-Za-z._-]+; Max-Age=1800; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
     } finally {
       await secure.close();
     }

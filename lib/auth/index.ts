@@ -8,5 +8,6 @@ export { Auth } from './auth.ts';
 export { checkNewPassword, hashPassword, verifyPassword } from './password.ts';
 export type { Identity, SessionControl } from './request-auth.ts';
 export { Requester } from './requester.ts';
+export type { CookieOptions } from './session.ts';
 export { SessionStore } from './session.ts';
 export type { WrittenMarks } from './written-mark.ts';

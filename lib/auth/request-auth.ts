@@ -11,7 +11,7 @@ import { checkCredentials } from './accounts.ts';
 import type { LoginGate } from './login-throttle.ts';
 import type { LoginTokens } from './login-token.ts';
 import type { CookieOptions, LiveSession, SessionStore } from './session.ts';
-import { csrfMatches, formatClearedCookie, formatLoginCookie, formatSessionCookie, loginCookie, sessionCookie } from './session.ts';
+import { cookieName, csrfMatches, formatClearedCookie, formatLoginCookie, formatSessionCookie, loginCookie, sessionCookie } from './session.ts';
 
 /** The requester, and how they proved it. */
 export interface Identity extends Account {
@@ -153,9 +153,10 @@ export class RequestAuth {
     return token;
   }
 
+  /** The request's cookie of that name, under the name the site gives it (cookieName). */
   private cookie(name: string): string | undefined {
     const header = this.options.req.headers.cookie;
-    return header ? parseCookie(header)[name] : undefined;
+    return header ? parseCookie(header)[cookieName(name, this.options.cookie)] : undefined;
   }
 
   private async startSession(account: Account): Promise<void> {

@@ -121,20 +121,29 @@ export class SessionStore {
   }
 }
 
+/**
+ * A cookie's name for the site as the request reached it: with the __Host- prefix where it is
+ * served over HTTPS at the root of its host, so that browsers take the cookie only from this very
+ * host over HTTPS and never from a sibling host or plain HTTP (RFC 6265bis, section 4.1.3.2).
+ */
+export function cookieName(name: string, options: CookieOptions): string {
+  return options.secure && options.path === '/' ? `__Host-${name}` : name;
+}
+
 /** The cookie that carries the session id; no Max-Age, so it ends with the browser too. */
 export function formatSessionCookie(token: string, options: CookieOptions): string {
-  return stringifySetCookie(sessionCookie, token, { httpOnly: true, sameSite: 'lax', path: options.path, secure: options.secure });
+  return stringifySetCookie(cookieName(sessionCookie, options), token, { httpOnly: true, sameSite: 'lax', path: options.path, secure: options.secure });
 }
 
 /** The login form's token (login-token.ts): HttpOnly like the session's, and gone with the idle time. */
 export const loginCookie = 'portfolio_login';
 
 export function formatLoginCookie(token: string, maxAgeSeconds: number, options: CookieOptions): string {
-  return stringifySetCookie(loginCookie, token, { httpOnly: true, sameSite: 'lax', path: options.path, secure: options.secure, maxAge: maxAgeSeconds });
+  return stringifySetCookie(cookieName(loginCookie, options), token, { httpOnly: true, sameSite: 'lax', path: options.path, secure: options.secure, maxAge: maxAgeSeconds });
 }
 
 export function formatClearedCookie(options: CookieOptions): string {
-  return stringifySetCookie(sessionCookie, '', {
+  return stringifySetCookie(cookieName(sessionCookie, options), '', {
     httpOnly: true, sameSite: 'lax', path: options.path, secure: options.secure, maxAge: 0, expires: new Date(0),
   });
 }

@@ -6,6 +6,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import type { CookieOptions } from './session.ts';
+import { cookieName } from './session.ts';
 
 export const writtenCookie = 'portfolio_written';
 const valuePattern = /^([0-9a-f]{1,16})\.([A-Za-z0-9_-]{22})$/;
@@ -18,10 +19,10 @@ export class WrittenMarks {
   constructor(private readonly secret: Buffer, private readonly maxAgeSeconds: number) {}
 
   /** The position the request's cookie carries; 0 for none or one that does not verify. */
-  read(req: IncomingMessage): bigint {
+  read(req: IncomingMessage, options: CookieOptions): bigint {
     const header = req.headers.cookie;
     if (!header?.includes(writtenCookie)) return 0n;
-    const match = valuePattern.exec(parseCookie(header)[writtenCookie] ?? '');
+    const match = valuePattern.exec(parseCookie(header)[cookieName(writtenCookie, options)] ?? '');
     if (!match) return 0n;
     const [, lsn, mac] = match as unknown as [string, string, string];
     return timingSafeEqual(Buffer.from(mac), Buffer.from(this.sign(lsn))) ? BigInt(`0x${lsn}`) : 0n;
@@ -30,7 +31,7 @@ export class WrittenMarks {
   /** The Set-Cookie value for a change that left the primary at lsn. */
   cookie(lsn: bigint, options: CookieOptions): string {
     const value = lsn.toString(16);
-    return stringifySetCookie(writtenCookie, `${value}.${this.sign(value)}`, {
+    return stringifySetCookie(cookieName(writtenCookie, options), `${value}.${this.sign(value)}`, {
       httpOnly: true, sameSite: 'lax', path: options.path, secure: options.secure, maxAge: this.maxAgeSeconds,
     });
   }

@@ -3,7 +3,7 @@
 // itself `cacheable`, its rendered documents kept until the data changes (docs/development.md,
 // Remembered results and kept documents).
 import path from 'node:path';
-import type { Requester, WrittenMarks } from '../auth/index.ts';
+import type { CookieOptions, Requester, WrittenMarks } from '../auth/index.ts';
 import type { Config } from '../config.ts';
 import { projectRoot } from '../config.ts';
 import type { Db, ReadRoute, Replicas } from '../db/index.ts';
@@ -90,7 +90,8 @@ export class ScriptRunner {
     const { name, script, method, format, target, requester } = run;
     const safe = method === 'GET' || method === 'HEAD';
     // A safe request reads where its client's own last change can be seen (lib/db/replicas.ts).
-    const route: ReadRoute | null = reads && safe ? await reads.replicas.route(reads.written.read(ex.req)) : null;
+    const cookies = { path: target.basePath + '/', secure: target.secure };
+    const route: ReadRoute | null = reads && safe ? await reads.replicas.route(reads.written.read(ex.req, cookies)) : null;
     const db = route?.db ?? this.parts.db;
     const server = () => route?.server ?? this.parts.db;
     const keep = () => !route?.mixed;
@@ -148,7 +149,7 @@ export class ScriptRunner {
       } finally {
         // Session changes travel with whatever answer follows, an error included.
         await requester.settle(ex);
-        if (reads && !safe && done) await this.markWritten(ex, target, reads);
+        if (reads && !safe && done) await this.markWritten(ex, cookies, reads);
       }
       if (outcome instanceof Redirect || outcome instanceof NoContent || outcome instanceof Streamed) return outcome;
       const alternates = alternatesOf(outcome.path, run.available, target.link);
@@ -181,9 +182,9 @@ export class ScriptRunner {
    * After a change: the cookie with the primary's position, so the client's next reads include
    * it. A position that cannot be read is marked unknown, and the client reads from the primary.
    */
-  private async markWritten(ex: Exchange, target: Target, reads: NonNullable<RunnerParts['reads']>): Promise<void> {
+  private async markWritten(ex: Exchange, cookies: CookieOptions, reads: NonNullable<RunnerParts['reads']>): Promise<void> {
     const lsn = await reads.replicas.position().catch(() => unknownPosition);
-    ex.res.appendHeader('set-cookie', reads.written.cookie(lsn, { path: target.basePath + '/', secure: target.secure }));
+    ex.res.appendHeader('set-cookie', reads.written.cookie(lsn, cookies));
   }
 
   /** A recoverable problem a script reports: logged at level warn with the line that called warn(). */

@@ -60,14 +60,25 @@ describe('WAL positions and the written mark', () => {
 
   test('the cookie carries the position back, signed: a changed or foreign one counts as none', () => {
     const marks = new WrittenMarks(Buffer.alloc(32, 7), 10);
-    const header = marks.cookie(parseLsn('16/B374D848'), { path: '/', secure: true });
-    assert.match(header, /^portfolio_written=[0-9a-f]+\.[A-Za-z0-9_-]{22}; Max-Age=10; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+    const site = { path: '/shop/', secure: true };
+    const header = marks.cookie(parseLsn('16/B374D848'), site);
+    assert.match(header, /^portfolio_written=[0-9a-f]+\.[A-Za-z0-9_-]{22}; Max-Age=10; Path=\/shop\/; HttpOnly; Secure; SameSite=Lax$/);
     const pair = header.split(';')[0] as string;
-    assert.equal(marks.read(request(`other=1; ${pair}`)), parseLsn('16/B374D848'));
-    assert.equal(marks.read(request(pair.replace(/=[0-9a-f]/, '=f'))), 0n);
-    assert.equal(new WrittenMarks(Buffer.alloc(32, 8), 10).read(request(pair)), 0n);
-    assert.equal(marks.read(request('portfolio_written=zz')), 0n);
-    assert.equal(marks.read(request('')), 0n);
+    assert.equal(marks.read(request(`other=1; ${pair}`), site), parseLsn('16/B374D848'));
+    assert.equal(marks.read(request(pair.replace(/=[0-9a-f]/, '=f')), site), 0n);
+    assert.equal(new WrittenMarks(Buffer.alloc(32, 8), 10).read(request(pair), site), 0n);
+    assert.equal(marks.read(request('portfolio_written=zz'), site), 0n);
+    assert.equal(marks.read(request(''), site), 0n);
+  });
+
+  test('over HTTPS at the root of the host the cookie is __Host-portfolio_written, and only that name is read', () => {
+    const marks = new WrittenMarks(Buffer.alloc(32, 7), 10);
+    const root = { path: '/', secure: true };
+    const header = marks.cookie(parseLsn('16/B374D848'), root);
+    assert.match(header, /^__Host-portfolio_written=[0-9a-f]+\.[A-Za-z0-9_-]{22}; Max-Age=10; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+    const value = (header.split(';')[0] as string).split('=')[1] as string;
+    assert.equal(marks.read(request(`__Host-portfolio_written=${value}`), root), parseLsn('16/B374D848'));
+    assert.equal(marks.read(request(`portfolio_written=${value}`), root), 0n);
   });
 });
 

@@ -92,7 +92,7 @@ async function asLibrarian(who: Librarian, origin: string, method: string, path:
     },
     body: body ? JSON.stringify(body) : undefined,
   });
-  const written = res.headers.getSetCookie().find((c) => c.startsWith('portfolio_written='));
+  const written = res.headers.getSetCookie().find((c) => /^(__Host-)?portfolio_written=/.test(c));
   if (written) who.written = written.split(';')[0] as string;
   return { status: res.status, body: await res.text(), location: res.headers.get('location'), retryAfter: res.headers.get('retry-after') };
 }

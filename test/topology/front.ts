@@ -240,7 +240,7 @@ export async function driveTraffic(origin: string, ca: string, options: { client
     const wrong = Math.random() < 0.2;
     const fields = new URLSearchParams({ username: user, password: wrong ? 'not-the-password' : passwords[user], csrf_token: token });
     const res = await send('login', 'POST', '/login', { cookie, origin, 'content-type': 'application/x-www-form-urlencoded' }, fields.toString());
-    const setCookie = [res.headers['set-cookie'] ?? []].flat().find((c) => c.startsWith('portfolio_session='));
+    const setCookie = [res.headers['set-cookie'] ?? []].flat().find((c) => /^(__Host-)?portfolio_session=/.test(c));
     if (wrong || res.outcome.status !== 303 || !setCookie) return;
     const session = setCookie.split(';')[0] as string;
     const page = await send('login', 'GET', new URL(String(res.headers.location ?? '/'), origin).pathname, { cookie: session });
