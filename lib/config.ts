@@ -28,6 +28,8 @@ export interface Config {
   logProbes: boolean;
   /** The primary's (or the one process's) pid, for `npm run reload` and init scripts; null for none. */
   pidFile: string | null;
+  /** Whether PID_FILE named the file: then a file that cannot be written stops the start. */
+  pidFileRequired: boolean;
   displayErrors: boolean;
   production: boolean;
   logDir: string;
@@ -119,6 +121,7 @@ export function readConfig(env: Env = process.env): Config {
     logProbes: readBoolean(env, 'LOG_PROBES', false),
     // As Apache's PidFile logs/httpd.pid.
     pidFile: env.PID_FILE !== undefined ? (env.PID_FILE === '' ? null : path.resolve(projectRoot, env.PID_FILE)) : (env.LOG_DIR === '-' ? null : path.join(logDir, 'portfolio.pid')),
+    pidFileRequired: env.PID_FILE !== undefined && env.PID_FILE !== '',
     displayErrors: readBoolean(env, 'DISPLAY_ERRORS', !production),
     production,
     logDir,

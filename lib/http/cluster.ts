@@ -84,7 +84,7 @@ export async function listen(app: Served & Stoppable, config: Config, database: 
       server.listen(config.port, config.host, resolve);
     });
     where = addressOf(server);
-    writePidFile(config.pidFile);
+    writePidFile(config);
     handleSignals(app, (onClosed) => stopAccepting(server, onClosed), server, drainMs);
     // One process has no workers to replace: a reload is a restart (docs/operations.md).
     process.on('SIGUSR2', () => app.logError('SIGUSR2 ignored: a rolling reload needs WEB_CONCURRENCY of 2 or more; restart instead', 'warn'));

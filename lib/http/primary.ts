@@ -34,7 +34,7 @@ export async function runPrimary(config: Config, prepare: () => Promise<void>, o
     listener.once('error', reject);
     listener.listen(config.port, config.host, resolve);
   });
-  writePidFile(config.pidFile);
+  writePidFile(config);
   new Primary(config, listener, prepare, options).start();
 }
 

@@ -3,6 +3,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type net from 'node:net';
 import path from 'node:path';
+import type { Config } from '../config.ts';
 
 /** How long requests in flight may take to finish after SIGTERM before their connections are cut. */
 export const graceMs = 10_000;
@@ -29,11 +30,23 @@ export type Message =
 /** The primary's answer to a question; gather() brings what each worker's collector returns. */
 export type Answer = (gather: () => Promise<unknown[]>) => Promise<unknown>;
 
-/** Writes this process's pid to file, removed again at exit if it still names this process. */
-export function writePidFile(file: string | null): void {
+/**
+ * Writes this process's pid to the file, removed again at exit if it still names this process. A
+ * file PID_FILE named that cannot be written stops the start; the default one (in LOG_DIR, which
+ * may be read-only) is left out with a warning: only `npm run reload` needs it.
+ */
+export function writePidFile(config: Pick<Config, 'pidFile' | 'pidFileRequired'>): void {
+  const file = config.pidFile;
   if (!file) return;
-  mkdirSync(path.dirname(file), { recursive: true, mode: 0o750 });
-  writeFileSync(file, `${process.pid}\n`, { mode: 0o644 });
+  try {
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o750 });
+    writeFileSync(file, `${process.pid}\n`, { mode: 0o644 });
+  } catch (err) {
+    const why = `the pid file ${file} cannot be written (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
+    if (config.pidFileRequired) throw new Error(`${why}: set PID_FILE to a file the server may write, or PID_FILE= for none`);
+    console.error(`portfolio: ${why}; running without one, so npm run reload cannot find the server. Set PID_FILE to a writable file, or PID_FILE= to say none.`);
+    return;
+  }
   process.once('exit', () => {
     try {
       if (readFileSync(file, 'utf8').trim() === String(process.pid)) rmSync(file);

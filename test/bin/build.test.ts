@@ -2,16 +2,17 @@
 // the tsx loader. It answers as the sources do, hands scripts the lib modules bundled into it, and
 // its error log still names TypeScript files and lines.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buildServer, serverBundle, startArguments } from '../../bin/build.ts';
 import type { BuiltScript } from '../../lib/scripts/loader.ts';
 import { builtScriptsFile, sha256Of } from '../../lib/scripts/loader.ts';
 import type { TestServer } from '../helpers.ts';
-import { fixtureEnv, rawRequest, root, startTestServer, waitFor } from '../helpers.ts';
+import { fixtureEnv, openTestDb, rawRequest, root, startTestServer, waitFor } from '../helpers.ts';
 import type { OwnProgram, Program } from '../program.ts';
-import { startOwnProgram } from '../program.ts';
+import { databaseEnv, startOwnProgram, startProgram } from '../program.ts';
 
 // Links are absolute; one BASE_URL makes the built server's documents comparable byte for byte.
 const baseUrl = 'http://portfolio.test';
@@ -155,3 +156,30 @@ function compilersOf(program: Program): string[] {
   return found;
 }
 
+
+describe('a log folder that cannot be written', () => {
+  test('the server starts without the default pid file and says so; a PID_FILE named that cannot be written stops the start, saying what to do', async () => {
+    // A regular file where a folder should be: not writable, even for root.
+    const scratch = mkdtempSync(path.join(os.tmpdir(), 'portfolio-blocked-'));
+    const blocker = path.join(scratch, 'file');
+    writeFileSync(blocker, '');
+    const db = await openTestDb();
+    try {
+      const env = databaseEnv(db, path.join(scratch, 'data'));
+      const program = await startProgram({ ...env, LOG_DIR: path.join(blocker, 'logs') });
+      try {
+        assert.equal((await rawRequest(program.origin, '/healthz')).status, 200);
+        assert.match(program.output(), /the pid file \S+\/file\/logs\/portfolio\.pid cannot be written \(ENOTDIR\); running without one/);
+      } finally {
+        program.remove();
+      }
+      await assert.rejects(
+        startProgram({ ...env, PID_FILE: path.join(blocker, 'portfolio.pid') }),
+        /the pid file \S+\/file\/portfolio\.pid cannot be written \((EEXIST|ENOTDIR)\): set PID_FILE to a file the server may write, or PID_FILE= for none/,
+      );
+    } finally {
+      await db.drop();
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+});
