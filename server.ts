@@ -31,6 +31,8 @@ export interface App {
   config: Config;
   db: Db;
   handle: (req: IncomingMessage, res: ServerResponse) => void;
+  /** Resolves once the search index is read; the app serves before, and searches meanwhile are 503. */
+  complete: Promise<void>;
   /** Access-log line for a request the HTTP parser refused before it reached handle. */
   logAccess: (entry: AccessEntry) => void;
   /** Error-log line for a problem outside any request (start-up, database pool). */
@@ -56,7 +58,8 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const replicas = openReplicas(config, db, { onWarning: (message) => logError(message, 'warn') });
   await replicas?.start();
   const runner = new ScriptRunner({ config, db, reads: replicas && { replicas, written: auth.written }, templates, logs });
-  await runner.start();
+  // Read in the background: the probes and the pages answer from the start (docs/operations.md).
+  const complete = runner.start();
   const proxy = createProxy({ timeoutMs: config.proxyTimeoutMs });
   const site = { publicDir: config.publicDir, scriptExists: (name: string) => scripts.exists(name) };
   const base = `${basePathOf(config)}/`;
@@ -170,7 +173,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   }
 
   return {
-    config, db, handle, logError,
+    config, db, handle, complete, logError,
     logAccess: (entry) => logs.access(entry),
     reopenLogs: () => logs.reopen(),
     close: async () => {

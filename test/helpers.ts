@@ -80,6 +80,8 @@ export async function startTestServer(env: Env = {}, options: { db?: TestDb; lim
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-logs-'));
   const config = readConfig({ DEMO_DATA: '1', LOG_DIR: logDir, ALLOWED_HOSTS: 'localhost,127.0.0.1', ...env });
   const app = await createApp(config, { db: testDb.db });
+  // The tests search from their first request on.
+  await app.complete;
   const server = createHttpServer(app, options.limits);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -13,6 +13,8 @@ import type { Served } from './server.ts';
 import { createHttpServer, drain, stopAccepting } from './server.ts';
 
 interface Stoppable {
+  /** Resolves once the process has read what it keeps in memory (the search index); it serves before. */
+  complete: Promise<void>;
   reopenLogs: () => void;
   logError: (message: string, level?: 'error' | 'warn') => void;
   /** Closes the database pool and the logs. */
@@ -131,6 +133,7 @@ function takeConnections(server: http.Server, app: Stoppable): void {
   // The primary's signal: sent to the whole group (systemctl kill, pkill), it must not end a worker.
   process.on('SIGUSR2', () => undefined);
   process.send?.({ portfolio: 'ready' } satisfies Message);
+  void app.complete.then(() => process.send?.({ portfolio: 'complete' } satisfies Message));
 }
 
 // Set once this serving process has been told to stop (SIGTERM, or the primary's stop).

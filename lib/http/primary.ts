@@ -12,7 +12,7 @@ import { addressOf, collectTimeoutMs, drainMs, graceMs, writePidFile } from './p
 
 // Connections held while no worker is ready (all starting or replaced at once).
 const maxWaiting = 1000;
-// A worker of a reload that has not said it is ready in this time has failed to start.
+// A worker of a reload that has not said it is complete in this time has failed to start.
 const startTimeoutMs = 60_000;
 
 export interface PrimaryOptions {
@@ -122,16 +122,27 @@ class Primary {
     });
   }
 
+  /** Puts a worker in the turn of those that get connections, and hands it what waited for one. */
+  private serve(worker: Worker): void {
+    if (this.stopping || this.ready.includes(worker) || this.retiring.has(worker) || worker.isDead()) return;
+    this.ready.push(worker);
+    for (const socket of this.waiting.splice(0)) this.handOff(socket);
+  }
+
   private onMessage(worker: Worker, message: Message): void {
     switch (message?.portfolio) {
       case 'took':
         this.handing.get(worker)?.shift()?.destroy();
         return;
       case 'ready':
+        // A worker serves once it is ready when none other does (the start, or all died): the
+        // probes and the pages answer while it reads its search index. Beside workers that serve,
+        // it waits until it is complete, so that a reload never trades a search index for none.
+        if (this.ready.length === 0) this.serve(worker);
+        return;
+      case 'complete':
         this.arriving.get(worker)?.(true);
-        if (this.stopping) return;
-        this.ready.push(worker);
-        for (const socket of this.waiting.splice(0)) this.handOff(socket);
+        this.serve(worker);
         return;
       case 'collected': {
         this.lastSeen.set(worker, message.value);
@@ -235,11 +246,11 @@ class Primary {
     }, graceMs + 5000).unref();
   }
 
-  /** Whether a new worker says it is ready within startTimeoutMs; one that does not is killed. */
+  /** Whether a new worker says it is complete within startTimeoutMs; one that does not is killed. */
   private arrival(worker: Worker): Promise<boolean> {
     return new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => {
-        this.log(`worker ${worker.process.pid} was not ready ${startTimeoutMs / 1000} s after it started; killed`);
+        this.log(`worker ${worker.process.pid} had not read its search index ${startTimeoutMs / 1000} s after it started; killed`);
         worker.process.kill('SIGKILL');
       }, startTimeoutMs);
       this.arriving.set(worker, (isReady) => {

@@ -18,6 +18,8 @@ export const collectTimeoutMs = 2000;
 /** The messages between the primary and a worker. */
 export type Message =
   | { portfolio: 'ready' } | { portfolio: 'connection' } | { portfolio: 'took' } | { portfolio: 'stop' }
+  // A worker serves from 'ready' on; 'complete' once it has read what it keeps (the search index).
+  | { portfolio: 'complete' }
   // A worker asks the primary a question (the metrics of all workers); the primary answers.
   | { portfolio: 'ask'; id: number; question: string }
   | { portfolio: 'answer'; id: number; value?: unknown; error?: string }

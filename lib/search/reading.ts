@@ -2,10 +2,21 @@
 // chunks, at the start; and in one statement the rows and words that changed since a snapshot, as
 // the notes of sql/012_search_changes.sql name them. sync.ts decides when.
 import type { Db } from '../db/index.ts';
+import { nextTurn } from './turns.ts';
 import type { PersonRow, WerkRow, WordIndex } from './word-index.ts';
 
 /** Rows read in one statement while loading. */
 const loadChunk = 10_000;
+/** Rows taken in between two turns of the event loop, so that requests are served while it loads. */
+const takeSlice = 500;
+
+/** Takes the rows in slices, with a turn of the event loop after each. */
+async function takeAll<R>(rows: readonly R[], take: (row: R) => void): Promise<void> {
+  for (let from = 0; from < rows.length; from += takeSlice) {
+    for (const row of rows.slice(from, from + takeSlice)) take(row);
+    await nextTurn();
+  }
+}
 
 const personColumns = `p.id, p.vorname || ' ' || p.nachname AS name, coalesce(p.suche_name, '') AS folded,
   search_fold(p.nachname || ' ' || p.vorname) AS author, p.slug, array_to_string(tsvector_to_array(coalesce(p.suche, ''::tsvector)), ' ') AS lexemes`;
@@ -34,14 +45,14 @@ export async function load(db: Db, index: WordIndex): Promise<void> {
       const next = rows.length === loadChunk ? read((rows[rows.length - 1] as R).id) : null;
       // Awaited below; until then a failure must not count as unhandled.
       next?.catch(() => undefined);
-      for (const row of rows) take(row);
+      await takeAll(rows, take);
       rows = next ? await next : [];
     }
   };
   await chunks<PersonRow>('search-load-personen', `SELECT ${personColumns} FROM person p WHERE p.id > $1 ORDER BY p.id LIMIT $2`, (row) => index.personen.put(row, []));
   await chunks<WerkRow>('search-load-werke', `SELECT ${werkColumns} FROM werk w WHERE w.id > $1 ORDER BY w.id LIMIT $2`, (row) => index.werke.put(row, []));
   const words = await db.query<{ word: string; stem: string | null }>('SELECT word, stem FROM search_word');
-  for (const { word, stem } of words) index.vocabulary.add(word, stem);
+  await takeAll(words, ({ word, stem }) => index.vocabulary.add(word, stem));
 }
 
 /**

@@ -54,7 +54,7 @@ export class Searcher {
     return this.limits.cap;
   }
 
-  /** Reads the index; a search before that waits for it. */
+  /** Reads the index; a search before that is 503 (forRequest). */
   start(): Promise<void> {
     return this.sync.start();
   }
@@ -93,6 +93,9 @@ export class Searcher {
     };
     return {
       find: async (spec) => {
+        if (!this.sync.read) {
+          throw new HttpError(503, 'Search is starting: its index is being read. Try again in a few seconds.', { headers: { 'retry-after': '5' } });
+        }
         const { index: found, current } = await index();
         this.searches++;
         return this.find(db, found, current, spec);

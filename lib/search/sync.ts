@@ -10,6 +10,7 @@ import { WordIndex } from './word-index.ts';
 const keepChangesMs = 10 * 60_000;
 const followMs = 30_000;
 const pruneMs = 60_000;
+const retryMs = 5000;
 
 export interface SyncOptions {
   onError: (message: string) => void;
@@ -30,6 +31,9 @@ export class IndexSync {
   /** Everything being read again, in the background: searches meanwhile use the index before. */
   private reading: Promise<void> | null = null;
   private readonly timers: NodeJS.Timeout[] = [];
+  private closed = false;
+  /** Whether everything has been read once since the start. */
+  read = false;
 
   constructor(readonly db: Db, private readonly options: SyncOptions) {}
 
@@ -38,14 +42,30 @@ export class IndexSync {
     return this.index;
   }
 
-  /** Reads everything; then follows changes even while nobody searches, so that their notes are never gone first. */
+  /**
+   * Reads everything, again every few seconds until it succeeds; then follows changes even while
+   * nobody searches, so that their notes are never gone first. Searches wait for nothing
+   * meanwhile: until the first reading, `read` is false and they are refused.
+   */
   async start(): Promise<void> {
-    await this.reload();
+    for (;;) {
+      try {
+        await this.reload();
+        break;
+      } catch (err) {
+        if (this.closed) return;
+        this.options.onError(`search index: reading it failed, trying again in ${retryMs / 1000} s: ${(err as Error).message}`);
+        await new Promise((resolve) => setTimeout(resolve, retryMs).unref());
+      }
+    }
+    this.read = true;
+    if (this.closed) return;
     this.timers.push(setInterval(() => this.step().catch((err: unknown) => this.options.onError(`search index: ${(err as Error).message}`)), followMs).unref());
     this.timers.push(setInterval(() => this.prune().catch((err: unknown) => this.options.onError(`search index: deleting old change notes failed: ${(err as Error).message}`)), pruneMs).unref());
   }
 
   close(): void {
+    this.closed = true;
     for (const timer of this.timers) clearInterval(timer);
   }
 
@@ -138,7 +158,7 @@ export class IndexSync {
       const index = new WordIndex();
       const [start] = await this.db.query<{ snapshot: string }>('SELECT pg_current_snapshot()::text AS snapshot');
       await load(this.db, index);
-      index.fit();
+      await index.fit();
       const caught = await readChanges(this.db, start?.snapshot ?? '');
       if (!caught.reload) {
         apply(index, caught);

@@ -55,6 +55,11 @@ export function busy(message: string, cause?: unknown): HttpError {
   return new HttpError(503, message, { headers: { 'Retry-After': '2' }, cause });
 }
 
+/** Lets the event loop answer what waits (I/O, timers) before going on: loading the index takes turns too. */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /**
  * Turns of the event loop for the searches' work on the word index, one search a turn, in the
  * order they asked: between two of them, the loop reads and answers what else has come (person

@@ -3,6 +3,7 @@
 // and the rows of each type, decade and creator; sync.ts fills it and keeps it current.
 import { Column, Field, Interned, Texts } from './columns.ts';
 import { Groups, Lexemes } from './lexemes.ts';
+import { nextTurn } from './turns.ts';
 import { Vocabulary } from './vocabulary.ts';
 
 /** A person as the index takes it from the database. */
@@ -155,9 +156,15 @@ export class WordIndex {
   readonly vocabulary = new Vocabulary();
 
   /** Gives back the room the texts and the sets grew by while the index was read. */
-  fit(): void {
-    for (const texts of [this.personen.folded, this.personen.author, this.personen.slug, this.werke.titel, this.werke.beschreibung, this.werke.folded]) texts.fit();
-    for (const sets of [this.personen.lexemes, this.personen.byName, this.werke.lexemes, this.werke.byArt, this.werke.byDecade, this.werke.byCreator]) sets.fit();
+  /** Gives back the room growth left, one part at a time with a turn of the event loop after each. */
+  async fit(): Promise<void> {
+    for (const part of [
+      this.personen.folded, this.personen.author, this.personen.slug, this.werke.titel, this.werke.beschreibung, this.werke.folded,
+      this.personen.lexemes, this.personen.byName, this.werke.lexemes, this.werke.byArt, this.werke.byDecade, this.werke.byCreator,
+    ]) {
+      part.fit();
+      await nextTurn();
+    }
   }
 
   /** Bytes held outside the JavaScript heap: the sets, the fields and the texts (not the groups of the facets). */

@@ -1,0 +1,94 @@
+// The start as operators see it (docs/operations.md, Processes and signals): the probes and the
+// pages answer while the workers read their search index, searches are 503 with Retry-After
+// until then, and in a reload a new worker takes connections only once its index is read. The
+// index's reading is held up by a lock another connection takes on search_word, the last table it
+// reads: PostgreSQL only, as PGlite has no other connection to take it.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { backend, rawRequest, waitFor } from '../helpers.ts';
+import type { OwnProgram, Program } from '../program.ts';
+import { startOwnProgram, startProgram } from '../program.ts';
+
+const onPostgres = backend === 'postgres' ? {} : { skip: 'holding up the reading needs a second connection: PostgreSQL; run with DATABASE_URL' };
+
+let own: OwnProgram;
+
+before(async () => {
+  if (backend !== 'postgres') return;
+  own = await startOwnProgram({ WEB_CONCURRENCY: '2' });
+});
+after(() => own?.close());
+
+/** A transaction that holds search_word locked until release(). */
+async function holdSearchWords(url: string): Promise<{ release: () => Promise<void> }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query('BEGIN');
+  await client.query('LOCK TABLE search_word IN ACCESS EXCLUSIVE MODE');
+  return {
+    release: async () => {
+      await client.query('COMMIT');
+      await client.end();
+    },
+  };
+}
+
+const search = '/search.json?query=any,contains,Zitronen';
+
+/** Searches until `times` in a row answer 200, for at most 10 s; the statuses seen. */
+async function searchUntilFound(origin: string, times: number): Promise<number[]> {
+  const seen: number[] = [];
+  for (let i = 0, inARow = 0; i < 100 && inARow < times; i++) {
+    const { status } = await rawRequest(origin, search);
+    seen.push(status);
+    inARow = status === 200 ? inARow + 1 : 0;
+    if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return seen;
+}
+
+let running: Program | null = null;
+after(() => running?.remove());
+
+describe('while the workers read their search index', () => {
+  test('the probes and the pages answer at once, a search is 503 with Retry-After, and 200 once the index is read', onPostgres, async () => {
+    own.program.remove();
+    const lock = await holdSearchWords(own.db.url as string);
+    try {
+      running = await startProgram({ DATABASE_URL: own.db.url as string, WEB_CONCURRENCY: '2' });
+      const origin = running.origin;
+      for (const [path, status] of [['/healthz', 200], ['/readyz', 200], ['/person/max-muster.json', 200], ['/personen.json', 200]] as const) {
+        assert.equal((await rawRequest(origin, path)).status, status, path);
+      }
+      const starting = await rawRequest(origin, search);
+      assert.deepEqual(
+        [starting.status, starting.headers['retry-after'], JSON.parse(starting.body).detail],
+        [503, '5', 'Search is starting: its index is being read. Try again in a few seconds.'],
+      );
+    } finally {
+      await lock.release();
+    }
+    // Both workers, in turn, once each has its index.
+    assert.deepEqual((await searchUntilFound(running.origin, 4)).slice(-4), [200, 200, 200, 200]);
+  });
+
+  test('in a reload, a new worker takes no connection before its index is read: no search sees a 503', onPostgres, async () => {
+    const program = running as Program;
+    const lock = await holdSearchWords(own.db.url as string);
+    try {
+      const workers = (program.output().match(/worker \d+ listening/g) ?? []).length;
+      program.child.kill('SIGUSR2');
+      // The first new worker serves already, but reads its index behind the lock.
+      await waitFor(program.output, (text) => (text.match(/worker \d+ listening/g) ?? []).length > workers, 20_000);
+      const statuses = new Set<number>();
+      for (let i = 0; i < 20; i++) statuses.add((await rawRequest(program.origin, search)).status);
+      assert.deepEqual([...statuses], [200]);
+      assert.doesNotMatch(program.readLog('error.log'), /reloaded:/);
+    } finally {
+      await lock.release();
+    }
+    await waitFor(() => program.readLog('error.log'), (text) => /reloaded: workers \d+, \d+ serve/.test(text), 30_000);
+    assert.deepEqual([...new Set(await searchUntilFound(program.origin, 4))], [200]);
+  });
+});
