@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse } from 'yaml';
+import { readConfig } from '../../lib/config.ts';
 import { missingTool, root } from '../helpers.ts';
 
 const deploy = path.join(root, 'deploy');
@@ -51,6 +52,13 @@ describe('the nginx site', () => {
       assert.ok(site.includes(line), line);
     }
     assert.match(site, /location = \/metrics \{\s+return 404;/);
+  });
+
+  test('takes a picture of the default size limit, with the form around it, through to the instances', () => {
+    const size = /client_max_body_size (\d+)m;/.exec(read('nginx/portfolio.conf'))?.[1];
+    assert.ok(size, 'client_max_body_size is set in MiB');
+    // The instances take an upload of PICTURE_MAX_BYTES and 64 KiB of form around it (lib/http/body.ts).
+    assert.ok(Number(size) * 1024 * 1024 >= readConfig({}).pictureMaxBytes + 64 * 1024, `client_max_body_size ${size}m`);
   });
 });
 
