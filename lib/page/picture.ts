@@ -1,13 +1,15 @@
-// A person's picture as uploaded: checked to be a JPEG, PNG or WebP by its first bytes and by
-// sharp reading its header, refused beyond the pixel limit before any pixel is decoded, then cut
-// square and scaled with sharp into the sizes the pages show, as WebP under a name made of the
-// upload's SHA-256, so the files never change and are served as immutable (docs/operations.md,
-// Pictures). Nothing is kept of a refused upload, nor of the original.
+// A person's picture as uploaded: checked to be a JPEG, PNG or WebP by its first bytes, by its
+// structure (picture-bytes.ts) and by sharp reading its header, refused beyond the pixel limit
+// before any pixel is decoded, then cut square and scaled with sharp into the sizes the pages
+// show, as WebP under a name made of the upload's SHA-256, so the files never change and are
+// served as immutable (docs/operations.md, Pictures). Nothing is kept of a refused upload, nor of
+// the original.
 import { randomBytes } from 'node:crypto';
-import { open, rename, rm, stat } from 'node:fs/promises';
+import { open, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Upload } from '../http/index.ts';
 import { HttpError, picturesPath } from '../http/index.ts';
+import { bytesToDecode } from './picture-bytes.ts';
 
 export interface PictureOptions {
   /** The folder the pictures are kept in (config picturesDir). */
@@ -66,10 +68,14 @@ export async function storePicture(upload: Upload, options: PictureOptions): Pro
   const format = formatOf(await readHead(file.path));
   if (!format) throw new HttpError(415, notAPicture);
   const sharp = await loadSharp();
-  const input = () => sharp(file.path, { limitInputPixels: options.maxPixels, failOn: 'error' });
+  // Read whole (PICTURE_MAX_BYTES at most), walked, and decoded from memory.
+  const bytes = bytesToDecode(format, await readFile(file.path));
+  const unreadable = () => new HttpError(415, `${notAPicture} It starts like a ${format.toUpperCase()} but cannot be read as one.`);
+  if (!bytes) throw unreadable();
+  const input = () => sharp(bytes, { limitInputPixels: options.maxPixels, failOn: 'error' });
   // The header alone, which says the size without decoding a pixel; the decoding below keeps the limit too.
-  const meta = await sharp(file.path, { limitInputPixels: false }).metadata().catch(() => null);
-  if (!meta || meta.format !== format || !meta.width || !meta.height) throw new HttpError(415, `${notAPicture} It starts like a ${format.toUpperCase()} but cannot be read as one.`);
+  const meta = await sharp(bytes, { limitInputPixels: false }).metadata().catch(() => null);
+  if (!meta || meta.format !== format || !meta.width || !meta.height) throw unreadable();
   const pixels = meta.width * meta.height;
   if (pixels > options.maxPixels) {
     throw new HttpError(422, `The picture has ${meta.width} × ${meta.height} pixels, more than the ${(options.maxPixels / 1e6).toFixed(0)} million accepted; scale it down first.`);

@@ -1,0 +1,160 @@
+// What a picture upload may cost (docs/robustness.md, Pictures): text chunks and colour profiles
+// that unpack to hundreds of megabytes, and progressive JPEGs of thousands of scans, cost no more
+// processor time than an ordinary picture. Times are compared with a control measured in the same
+// test, never with a figure.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import sharp from 'sharp';
+import { csrfTokenOf } from './change-helpers.ts';
+import type { TestServer } from './helpers.ts';
+import { readJson, startTestServer } from './helpers.ts';
+import { iccpChunk, textChunk, withJpegScans, withPngChunks } from './hostile-pictures.ts';
+import { logInAs } from './login-helpers.ts';
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+
+/** A person's picture sent through the form of a login session, as a browser sends it; the answer as JSON. */
+async function upload(server: TestServer, session: { cookie: string; token: string }, bytes: Buffer, type: string): Promise<Response> {
+  const form = new FormData();
+  form.append('csrf_token', session.token);
+  form.append('bild', new Blob([bytes], { type }), 'bild');
+  return fetch(`${server.origin}/person/max-muster/bild`, { method: 'POST', body: form, headers: { cookie: session.cookie, accept: 'application/json' } });
+}
+
+/** The processor time of the whole process (the server is in it, and sharp's threads) while fn runs, in ms. */
+async function cpuOf<T>(fn: () => Promise<T>): Promise<{ result: T; ms: number }> {
+  const start = process.cpuUsage();
+  const result = await fn();
+  const used = process.cpuUsage(start);
+  return { result, ms: (used.user + used.system) / 1000 };
+}
+
+describe('what a picture upload costs', () => {
+  let server: TestServer;
+  let dir: string;
+  let session: { cookie: string; token: string };
+  let srgb: Buffer;
+  /** A 600 × 400 PNG in #3366aa with the chunks given. */
+  let pngWith: (chunks: Buffer[]) => Buffer;
+  /** What the PNG with nothing but a title is stored as. */
+  let plain: Buffer;
+  /** A title of a length not used before: the picture it is put in has bytes of its own, so no upload finds its files made by an earlier one. */
+  let titles = 0;
+  const newTitle = () => textChunk('tEXt', 'Title', ++titles);
+
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-bilder-'));
+    server = await startTestServer({ PICTURES_DIR: dir, PICTURE_MAX_BYTES: String(512 * 1024) });
+    const cookie = await logInAs(server.origin, 'mmuster');
+    session = { cookie, token: await csrfTokenOf(server.origin, cookie, '/person/max-muster/bild') };
+    const png = await sharp({ create: { width: 600, height: 400, channels: 3, background: '#3366aa' } }).png().toBuffer();
+    pngWith = (chunks) => withPngChunks(png, chunks);
+    srgb = (await sharp(await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).withIccProfile('srgb').png().toBuffer()).metadata()).icc as Buffer;
+    // The first upload loads sharp: not a conversion's cost.
+    const first = await upload(server, session, pngWith([newTitle()]), 'image/png');
+    assert.equal(first.status, 200);
+    plain = await stored(first);
+  });
+  after(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The stored 480 pixel picture the answer names. */
+  async function stored(res: Response): Promise<Buffer> {
+    const person = await readJson(res);
+    const picture = await fetch(person.image);
+    assert.equal(picture.status, 200);
+    return Buffer.from(await picture.arrayBuffer());
+  }
+
+  test('a PNG with small text chunks and an sRGB profile is stored, in its colours', async () => {
+    const png = pngWith([textChunk('tEXt', 'Software', 40), textChunk('zTXt', 'Comment', 2000), textChunk('iTXt', 'Description', 2000), iccpChunk(srgb)]);
+    const res = await upload(server, session, png, 'image/png');
+    assert.equal(res.status, 200);
+    // The colours of the picture without them, within a step of WebP's rounding.
+    const colours = async (webp: Buffer) => (await sharp(webp).stats()).channels.map((c) => Math.round(c.mean));
+    const [got, plainColours] = [await colours(await stored(res)), await colours(plain)];
+    assert.ok(got.every((c, i) => Math.abs(c - (plainColours[i] as number)) <= 1), `${got} against ${plainColours}`);
+  });
+
+  /** The processor time of three uploads of the PNG with the chunks given and three without, taken in turns, as medians in ms. */
+  async function costs(chunks: Buffer[], status: number) {
+    const times = { ordinary: [] as number[], hostile: [] as number[] };
+    const answers: Response[] = [];
+    for (let round = 0; round < 3; round++) {
+      const ordinary = await cpuOf(() => upload(server, session, pngWith([newTitle()]), 'image/png'));
+      assert.equal(ordinary.result.status, 200);
+      times.ordinary.push(ordinary.ms);
+      const hostile = await cpuOf(() => upload(server, session, pngWith([...chunks, newTitle()]), 'image/png'));
+      assert.equal(hostile.result.status, status);
+      times.hostile.push(hostile.ms);
+      answers.push(hostile.result);
+    }
+    return { ordinary: median(times.ordinary), hostile: median(times.hostile), answers };
+  }
+
+  test('text chunks that unpack to 240 MiB cost no more than an ordinary picture: they are dropped unread', async (t) => {
+    const chunks = [0, 1, 2, 3, 4].map((i) => textChunk(i % 2 ? 'iTXt' : 'zTXt', `Comment${i}`, 48 * 1024 * 1024));
+    assert.ok(pngWith(chunks).length < 512 * 1024, `${pngWith(chunks).length} bytes`);
+    const cost = await costs(chunks, 200);
+    t.diagnostic(`processor time: ordinary ${cost.ordinary.toFixed(0)} ms, 240 MiB of text ${cost.hostile.toFixed(0)} ms`);
+    assert.ok(cost.hostile < 2 * cost.ordinary, `${cost.hostile.toFixed(0)} ms against ${cost.ordinary.toFixed(0)} ms`);
+    // Stored as the picture without them: the WebP keeps no text.
+    const webp = await stored(cost.answers[0] as Response);
+    assert.deepEqual(await sharp(webp).raw().toBuffer(), await sharp(plain).raw().toBuffer());
+  });
+
+  test('a colour profile that unpacks to more than 1 MiB: 422 before it is read, at the cost of an ordinary picture', async (t) => {
+    const cost = await costs([iccpChunk(srgb, 48 * 1024 * 1024)], 422);
+    t.diagnostic(`processor time: ordinary ${cost.ordinary.toFixed(0)} ms, a profile of 48 MiB ${cost.hostile.toFixed(0)} ms`);
+    assert.equal((await readJson(cost.answers[0] as Response)).detail, 'The picture\'s colour profile (iCCP) unpacks to more than 1 MiB; save the picture with a smaller one, such as sRGB, or none.');
+    assert.ok(cost.hostile < 2 * cost.ordinary, `${cost.hostile.toFixed(0)} ms against ${cost.ordinary.toFixed(0)} ms`);
+    // Just under the limit is a profile like any other.
+    assert.equal((await upload(server, session, pngWith([iccpChunk(srgb, 1024 * 1024)]), 'image/png')).status, 200);
+  });
+
+  test('a progressive JPEG of 10,000 scans: 422 before it is decoded; one of ordinary scans is stored', async (t) => {
+    const side = 2000;
+    const jpeg = await sharp({ create: { width: side, height: side, channels: 3, background: '#808080' } }).jpeg({ progressive: true }).toBuffer();
+    const control = await cpuOf(() => upload(server, session, jpeg, 'image/jpeg'));
+    assert.equal(control.result.status, 200);
+    const bomb = withJpegScans(jpeg, 10_000, (side / 8) ** 2);
+    assert.ok(bomb.length < 512 * 1024, `${bomb.length} bytes`);
+    const hostile = await cpuOf(() => upload(server, session, bomb, 'image/jpeg'));
+    t.diagnostic(`processor time: ordinary ${control.ms.toFixed(0)} ms, 10,000 scans ${hostile.ms.toFixed(0)} ms`);
+    assert.equal(hostile.result.status, 422);
+    assert.equal((await readJson(hostile.result)).detail, 'The JPEG has more than 100 scans; save it again as an ordinary (baseline or progressive) JPEG.');
+    assert.ok(hostile.ms < 2 * control.ms, `${hostile.ms.toFixed(0)} ms against ${control.ms.toFixed(0)} ms`);
+    // 100 scans are accepted (the picture has 10 of its own), 101 are not.
+    assert.equal((await upload(server, session, withJpegScans(jpeg, 90, (side / 8) ** 2), 'image/jpeg')).status, 200);
+    assert.equal((await upload(server, session, withJpegScans(jpeg, 91, (side / 8) ** 2), 'image/jpeg')).status, 422);
+  });
+
+  test('a PNG keeps its orientation (eXIf): one taken sideways is stored upright', async () => {
+    // Red on the left, blue on the right, to be turned a quarter clockwise: red on top.
+    const red = await sharp({ create: { width: 300, height: 400, channels: 3, background: '#ff0000' } }).png().toBuffer();
+    const sideways = await sharp({ create: { width: 600, height: 400, channels: 3, background: '#0000ff' } })
+      .composite([{ input: red, left: 0, top: 0 }]).withMetadata({ orientation: 6 }).png().toBuffer();
+    const res = await upload(server, session, sideways, 'image/png');
+    assert.equal(res.status, 200);
+    const { data, info } = await sharp(await stored(res)).raw().toBuffer({ resolveWithObject: true });
+    const colourAt = (x: number, y: number) => [...data.subarray((y * info.width + x) * info.channels, (y * info.width + x) * info.channels + 3)].map((c) => (c > 127 ? 1 : 0));
+    assert.deepEqual([colourAt(479, 0), colourAt(0, 479)], [[1, 0, 0], [0, 0, 1]]);
+  });
+
+  test('scans are counted in a JPEG\'s coded data only: a SOS marker inside an APP segment is none', async () => {
+    const jpeg = await sharp({ create: { width: 300, height: 300, channels: 3, background: '#808080' } }).jpeg({ progressive: true }).toBuffer();
+    const markers = Buffer.concat(new Array<Buffer>(150).fill(Buffer.from([0xff, 0xda, 0, 8, 1, 1, 0, 1, 63, 0])));
+    const segment = Buffer.concat([Buffer.from([0xff, 0xe9]), Buffer.from([(markers.length + 2) >> 8, (markers.length + 2) & 0xff]), markers]);
+    const res = await upload(server, session, Buffer.concat([jpeg.subarray(0, 2), segment, jpeg.subarray(2)]), 'image/jpeg');
+    assert.equal(res.status, 200);
+  });
+
+  test('leaves no temporary file behind', () => {
+    assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('.')), []);
+  });
+});
