@@ -15,6 +15,10 @@ export interface Config {
   pictureMaxBytes: number;
   /** Largest picture in pixels, width times height: a small file may unpack to gigabytes (422 beyond). */
   pictureMaxPixels: number;
+  /** Picture conversions of one process at once; each holds one of libuv's threads while it runs. */
+  pictureConcurrency: number;
+  /** Uploads of one process that may wait for a conversion; more are 503 with Retry-After. */
+  pictureQueue: number;
   /** Load the demo persons into an empty database on start. */
   demoData: boolean;
   /** Fixed origin (and optional path prefix) for absolute links, e.g. https://example.org */
@@ -112,6 +116,8 @@ export function readConfig(env: Env = process.env): Config {
     picturesDir: path.resolve(projectRoot, env.PICTURES_DIR ?? path.join(env.DATA_DIR ?? 'data', 'bilder')),
     pictureMaxBytes: readInteger(env, 'PICTURE_MAX_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     pictureMaxPixels: readInteger(env, 'PICTURE_MAX_PIXELS', 50_000_000, 10_000, 1_000_000_000),
+    pictureConcurrency: readPictureConcurrency(env),
+    pictureQueue: readInteger(env, 'PICTURE_QUEUE', 4, 0, 1000),
     demoData: readBoolean(env, 'DEMO_DATA', databaseUrl === null),
     baseUrl: readBaseUrl(env.BASE_URL),
     allowedHosts: (env.ALLOWED_HOSTS ?? 'localhost,127.0.0.1,[::1]')
@@ -163,6 +169,20 @@ function readSearchConcurrency(env: Env, pool: number): number {
   const value = readInteger(env, 'SEARCH_CONCURRENCY', Math.max(1, Math.floor(pool / 3)), 1, 1000);
   if (env.SEARCH_CONCURRENCY && pool > 1 && value >= pool) {
     throw new Error(`SEARCH_CONCURRENCY=${value} leaves no connection of DB_POOL_MAX=${pool} for the rest: the searches' connections are taken out of the pool. Set it below ${pool}, or raise DB_POOL_MAX.`);
+  }
+  return value;
+}
+
+/**
+ * PICTURE_CONCURRENCY, which must leave a thread of libuv's pool (UV_THREADPOOL_SIZE, 4 by
+ * default) to files: a conversion holds one while it runs, and two password checks two more
+ * (lib/auth/password.ts).
+ */
+function readPictureConcurrency(env: Env): number {
+  const value = readInteger(env, 'PICTURE_CONCURRENCY', 1, 1, 64);
+  const pool = readInteger(env, 'UV_THREADPOOL_SIZE', 4, 1, 1024);
+  if (env.PICTURE_CONCURRENCY && value + 2 >= pool) {
+    throw new Error(`PICTURE_CONCURRENCY=${value} leaves no thread of libuv's pool (UV_THREADPOOL_SIZE=${pool}) for files: each conversion holds one, and two password checks two more. Raise UV_THREADPOOL_SIZE to ${value + 3} or more, or lower PICTURE_CONCURRENCY.`);
   }
   return value;
 }

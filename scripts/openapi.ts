@@ -169,7 +169,7 @@ export function toJson(_data: null, link: LinkFn): Json {
           'multipart/form-data': { schema: { type: 'object', required: ['bild'], properties: { bild: { type: 'string', contentMediaType: 'image/*' }, csrf_token: { type: 'string' } } } },
           ...Object.fromEntries(['image/jpeg', 'image/png', 'image/webp'].map((type) => [type, { schema: { type: 'string', contentMediaType: type } }])),
         } },
-        responses: { 200: ok('The person with the new picture.', 'person'), 303: seeOther, ...problems('400', '403', '404', '410', '413', '415', '422') },
+        responses: { 200: ok('The person with the new picture.', 'person'), 303: seeOther, ...problems('400', '403', '404', '410', '413', '415', '422', '503') },
       },
     } },
     { path: '/person/{person}/werke', script: 'person-werke', ...personWorks },

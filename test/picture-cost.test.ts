@@ -1,20 +1,25 @@
 // What a picture upload may cost (docs/robustness.md, Pictures): text chunks and colour profiles
 // that unpack to hundreds of megabytes, and progressive JPEGs of thousands of scans, cost no more
-// processor time than an ordinary picture. Times are compared with a control measured in the same
-// test, never with a figure.
+// processor time than an ordinary picture; conversions run one at a time, the next ones wait in a
+// short queue and the rest are 503 with Retry-After, while files and logins are answered as fast
+// as without them. Times are compared with a control measured in the same test, never with a figure.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
+import { readConfig } from '../lib/config.ts';
 import { csrfTokenOf } from './change-helpers.ts';
 import type { TestServer } from './helpers.ts';
 import { readJson, startTestServer } from './helpers.ts';
 import { iccpChunk, textChunk, withJpegScans, withPngChunks } from './hostile-pictures.ts';
 import { logInAs } from './login-helpers.ts';
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+/** The value that the share q of the values are at most (0.5: the median). */
+const quantile = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * q))] as number;
+const median = (values: number[]) => quantile(values, 0.5);
 
 /** A person's picture sent through the form of a login session, as a browser sends it; the answer as JSON. */
 async function upload(server: TestServer, session: { cookie: string; token: string }, bytes: Buffer, type: string): Promise<Response> {
@@ -156,5 +161,89 @@ describe('what a picture upload costs', () => {
 
   test('leaves no temporary file behind', () => {
     assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('.')), []);
+  });
+});
+
+describe('conversions in turn', () => {
+  test('PICTURE_CONCURRENCY is 1 and PICTURE_QUEUE 4 by default; set, the first must leave a thread of libuv\'s pool to files', () => {
+    assert.deepEqual([readConfig({}).pictureConcurrency, readConfig({}).pictureQueue], [1, 4]);
+    assert.equal(readConfig({ PICTURE_CONCURRENCY: '2', UV_THREADPOOL_SIZE: '5' }).pictureConcurrency, 2);
+    assert.throws(() => readConfig({ PICTURE_CONCURRENCY: '2' }), {
+      message: 'PICTURE_CONCURRENCY=2 leaves no thread of libuv\'s pool (UV_THREADPOOL_SIZE=4) for files: each conversion holds one, and two password checks two more. Raise UV_THREADPOOL_SIZE to 5 or more, or lower PICTURE_CONCURRENCY.',
+    });
+  });
+
+  let server: TestServer;
+  let dir: string;
+
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-bilder-'));
+    server = await startTestServer({ PICTURES_DIR: dir, PICTURE_CONCURRENCY: '1', PICTURE_QUEUE: '2' });
+  });
+  after(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('beside ten uploads of 49 million pixels, one converts at a time, two wait, seven are 503, and a file and a login take as long as alone', async (t) => {
+    const cookie = await logInAs(server.origin, 'mmuster');
+    const session = { cookie, token: await csrfTokenOf(server.origin, cookie, '/person/max-muster/bild') };
+    // Progressive, so each conversion decodes every coefficient: about 1.6 s of processor time.
+    // Each upload its own bytes (a comment after SOI), so none finds its files made by another.
+    const large = await sharp({ create: { width: 7000, height: 7000, channels: 3, background: '#3366aa' } }).jpeg({ progressive: true }).toBuffer();
+    const numbered = (i: number) => Buffer.concat([large.subarray(0, 2), Buffer.from([0xff, 0xfe, 0, 3, i]), large.subarray(2)]);
+    const pictures = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map(numbered);
+    const file = async () => {
+      const started = performance.now();
+      const res = await fetch(`${server.origin}/css/site.css`);
+      assert.equal(res.status, 200);
+      await res.arrayBuffer();
+      return performance.now() - started;
+    };
+    const login = async () => {
+      const started = performance.now();
+      await logInAs(server.origin, 'jmueller');
+      return performance.now() - started;
+    };
+    // sharp is loaded by a first upload.
+    assert.equal((await upload(server, session, numbered(0), 'image/jpeg')).status, 200);
+    // The file asked for every 50 ms, whether or not the one before has come (so a stall shows in
+    // every request that meets it), and one login after another, both while `more` says so.
+    const measure = async (into: { file: number[]; login: number[] }, more: () => boolean) => {
+      const files: Promise<void>[] = [];
+      const sample = async () => {
+        for (let i = 0; i < 1000 && more(); i++) {
+          files.push(file().then((ms) => void into.file.push(ms)));
+          await sleep(50);
+        }
+      };
+      const logins = async () => {
+        for (let i = 0; i < 100 && more(); i++) into.login.push(await login());
+      };
+      await Promise.all([sample(), logins()]);
+      await Promise.all(files);
+    };
+    // Alone: before the uploads and after them, so that a change in what else the machine does falls on both sides.
+    const alone = { file: [] as number[], login: [] as number[] };
+    await measure(alone, () => alone.login.length < 3);
+    let pending = pictures.length;
+    const uploads = pictures.map((bytes) => upload(server, session, bytes, 'image/jpeg').finally(() => pending--));
+    const beside = { file: [] as number[], login: [] as number[] };
+    await measure(beside, () => pending > 0);
+    const answers = await Promise.all(uploads);
+    await measure(alone, () => alone.login.length < 6);
+    const ratios = { file: quantile(beside.file, 0.9) / quantile(alone.file, 0.9), login: median(beside.login) / median(alone.login) };
+    t.diagnostic(`the file's 90th percentile ${quantile(alone.file, 0.9).toFixed(1)} ms alone, ${quantile(beside.file, 0.9).toFixed(1)} ms beside the uploads (${ratios.file.toFixed(2)}x); ` +
+      `the login's median ${median(alone.login).toFixed(0)} ms alone, ${median(beside.login).toFixed(0)} ms beside them (${ratios.login.toFixed(2)}x); ` +
+      `${beside.file.length} files and ${beside.login.length} logins beside them`);
+
+    assert.deepEqual(answers.map((res) => res.status).sort(), [200, 200, 200, 503, 503, 503, 503, 503, 503, 503]);
+    for (const res of answers.filter((r) => r.status === 503)) {
+      assert.equal(res.headers.get('retry-after'), '5');
+      assert.equal((await readJson(res)).detail, 'Too many pictures are being converted at the moment; send yours again in a few seconds.');
+    }
+    assert.ok(beside.login.length >= 2, `${beside.login.length} logins measured beside the uploads`);
+    assert.ok(ratios.file < 10, `the file's 90th percentile ${ratios.file.toFixed(2)}x`);
+    assert.ok(ratios.login < 2.5, `the login's median ${ratios.login.toFixed(2)}x`);
   });
 });

@@ -22,6 +22,7 @@ export {
 export { deletePerson, insertPerson, setPersonImage, updatePerson } from './person-store.ts';
 export type { PictureOptions } from './picture.ts';
 export { pictureIn, pictureWidths, storePicture } from './picture.ts';
+export { PictureQueue } from './picture-queue.ts';
 export type { Document, LinkFn, Outcome, Paging, ScriptModule, ScriptRequest } from './request.ts';
 export { buildQuery, loginLink, pageLinks, pagingOf, readId, readNonNegativeInteger, requireLogin } from './request.ts';
 export type { FacetView, SearchResult } from './search-list.ts';

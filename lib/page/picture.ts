@@ -2,14 +2,15 @@
 // structure (picture-bytes.ts) and by sharp reading its header, refused beyond the pixel limit
 // before any pixel is decoded, then cut square and scaled with sharp into the sizes the pages
 // show, as WebP under a name made of the upload's SHA-256, so the files never change and are
-// served as immutable (docs/operations.md, Pictures). Nothing is kept of a refused upload, nor of
-// the original.
+// served as immutable; conversions take turns (picture-queue.ts; docs/operations.md, Pictures).
+// Nothing is kept of a refused upload, nor of the original.
 import { randomBytes } from 'node:crypto';
 import { open, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Upload } from '../http/index.ts';
+import type { Upload, UploadedFile } from '../http/index.ts';
 import { HttpError, picturesPath } from '../http/index.ts';
 import { bytesToDecode } from './picture-bytes.ts';
+import type { PictureQueue } from './picture-queue.ts';
 
 export interface PictureOptions {
   /** The folder the pictures are kept in (config picturesDir). */
@@ -18,6 +19,8 @@ export interface PictureOptions {
   maxPixels: number;
   /** The largest upload, for the form's hint (lib/http/upload.ts refuses larger ones). */
   maxBytes: number;
+  /** The process's conversions in turn (config pictureConcurrency and pictureQueue). */
+  queue: PictureQueue;
 }
 
 /** The widths the pages use: the person list's small picture and the person page's portrait, both at twice their CSS size. */
@@ -35,11 +38,13 @@ let loading: Promise<Sharp> | null = null;
 /**
  * sharp, loaded with the first upload: its libvips is about 6 MB resident, which every worker
  * would carry from its start for something most of them never do (docs/performance.md, Memory).
- * It keeps no decoded images between requests: each picture is read once.
+ * It keeps no decoded images between requests: each picture is read once. A conversion uses one
+ * thread of libvips, on every platform, so that it takes at most one core from the requests.
  */
 function loadSharp(): Promise<Sharp> {
   loading ??= import('sharp').then(({ default: sharp }) => {
     sharp.cache(false);
+    sharp.concurrency(1);
     return sharp;
   }, (err: unknown) => {
     // Tried again with the next upload (a package being reinstalled, say), not refused until a restart.
@@ -68,7 +73,11 @@ export async function storePicture(upload: Upload, options: PictureOptions): Pro
   const format = formatOf(await readHead(file.path));
   if (!format) throw new HttpError(415, notAPicture);
   const sharp = await loadSharp();
-  // Read whole (PICTURE_MAX_BYTES at most), walked, and decoded from memory.
+  return options.queue.run(() => convert(sharp, file, format, options));
+}
+
+async function convert(sharp: Sharp, file: UploadedFile, format: Format, options: PictureOptions): Promise<string> {
+  // Read whole (PICTURE_MAX_BYTES at most, by the few conversions that run at once), walked, and decoded from memory.
   const bytes = bytesToDecode(format, await readFile(file.path));
   const unreadable = () => new HttpError(415, `${notAPicture} It starts like a ${format.toUpperCase()} but cannot be read as one.`);
   if (!bytes) throw unreadable();

@@ -11,7 +11,8 @@ import { DataVersion, failsOnReplica, ResultCache, unknownPosition } from '../db
 import type { BodyReader, Exchange, Format, Target } from '../http/index.ts';
 import { alternatesOf, etagOf, NoContent, readQuery, readUpload, Redirect, Streamed } from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
-import type { Outcome, ScriptModule, ScriptRequest } from '../page/index.ts';
+import type { Outcome, PictureOptions, ScriptModule, ScriptRequest } from '../page/index.ts';
+import { PictureQueue } from '../page/index.ts';
 import type { Produced, Templates } from '../render/index.ts';
 import { renderDocument } from '../render/index.ts';
 import type { SearchStats } from '../search/index.ts';
@@ -65,11 +66,18 @@ export class ScriptRunner {
   /** One per process: its word index, and its share of connections counted across all requests. */
   private readonly searcher: Searcher;
 
+  /** Where pictures go, and one queue per process for their conversions. */
+  private readonly pictures: PictureOptions;
+
   constructor(private readonly parts: RunnerParts) {
     const { config, db, logs } = parts;
     this.searcher = new Searcher(db, { cap: config.searchMaxHits, timeoutMs: config.searchTimeoutMs, concurrency: config.searchConcurrency, waitMs: config.searchWaitMs }, {
       onError: (message) => logs.error(message, { level: 'warn' }),
     });
+    this.pictures = {
+      dir: config.picturesDir, maxPixels: config.pictureMaxPixels, maxBytes: config.pictureMaxBytes,
+      queue: new PictureQueue({ running: config.pictureConcurrency, waiting: config.pictureQueue }),
+    };
   }
 
   /** Reads the word index: before the first request. */
@@ -134,7 +142,7 @@ export class ScriptRunner {
       session: cacheable ? refusingSession(refuse) : requester.session,
       body: run.body,
       upload: () => readUpload(ex.req, { dir: config.picturesDir, maxBytes: config.pictureMaxBytes }),
-      pictures: { dir: config.picturesDir, maxPixels: config.pictureMaxPixels, maxBytes: config.pictureMaxBytes },
+      pictures: this.pictures,
     };
     const produce = async (): Promise<Produced> => {
       let outcome;
