@@ -17,39 +17,53 @@ export function bytesToDecode(format: 'jpeg' | 'png' | 'webp', bytes: Buffer): B
   return bytes;
 }
 
+/** A chunk's name, its four bytes read as one number. */
+const nameOf = (name: string) => Buffer.from(name, 'latin1').readUInt32BE(0);
+const [IHDR, IEND, iCCP] = ['IHDR', 'IEND', 'iCCP'].map(nameOf);
 // Every critical chunk (its name starts upper-case) is kept, so libpng still refuses one it does
 // not know; of the ancillary ones, those that change the pixels: transparency, the colour space
 // (gamma, chromaticities, sRGB, the profile, cICP), and eXIf for the orientation.
-const keptAncillary = new Set(['tRNS', 'gAMA', 'cHRM', 'sRGB', 'iCCP', 'cICP', 'eXIf']);
-const chunkName = /^[A-Za-z]{4}$/;
+const keptAncillary = new Set(['tRNS', 'gAMA', 'cHRM', 'sRGB', 'iCCP', 'cICP', 'eXIf'].map(nameOf));
 
 /**
  * The PNG with only the chunks kept, up to IEND (https://www.w3.org/TR/png-3/#5Chunk-layout).
  * The text chunks go (tEXt, zTXt, iTXt: libpng unpacks each whole, up to 50 MiB, and the WebP
  * keeps no metadata anyway), and so does every colour profile after the first, which libpng
- * ignores too.
+ * ignores too. A few operations a chunk, and the kept ones are copied as runs, so that a file of
+ * nearly a million empty chunks is walked in milliseconds.
  */
 function pngToDecode(bytes: Buffer): Buffer | null {
-  const kept: Buffer[] = [bytes.subarray(0, 8)];
+  // [start, end) of each run of kept chunks: a picture's IDAT chunks are one run.
+  const runs = [0, 8];
   let profile = false;
   for (let at = 8; at < bytes.length;) {
     if (at + 12 > bytes.length) return null;
-    const length = bytes.readUInt32BE(at);
-    const end = at + 12 + length;
-    const name = bytes.toString('latin1', at + 4, at + 8);
-    if (end > bytes.length || !chunkName.test(name) || (at === 8 && name !== 'IHDR')) return null;
-    const chunk = bytes.subarray(at, end);
-    at = end;
-    if (name === 'iCCP') {
-      if (profile || !profileFits(chunk.subarray(8, 8 + length))) continue;
+    const start = at;
+    const name = bytes.readUInt32BE(at + 4);
+    at += 12 + bytes.readUInt32BE(at);
+    if (at > bytes.length || !isChunkName(bytes, start + 4) || (start === 8 && name !== IHDR)) return null;
+    if (name === iCCP) {
+      if (profile || !profileFits(bytes.subarray(start + 8, at - 4))) continue;
       profile = true;
-    } else if (name.charCodeAt(0) >= 0x61 && !keptAncillary.has(name)) {
+    } else if ((bytes[start + 4] as number) & 0x20 && !keptAncillary.has(name)) {
       continue;
     }
-    kept.push(chunk);
-    if (name === 'IEND') break;
+    if (runs[runs.length - 1] === start) runs[runs.length - 1] = at;
+    else runs.push(start, at);
+    if (name === IEND) break;
   }
+  const kept: Buffer[] = [];
+  for (let i = 0; i < runs.length; i += 2) kept.push(bytes.subarray(runs[i], runs[i + 1]));
   return Buffer.concat(kept);
+}
+
+/** Whether the four bytes at `at` are letters, as a chunk's name must be. */
+function isChunkName(bytes: Buffer, at: number): boolean {
+  for (let i = at; i < at + 4; i++) {
+    const lower = (bytes[i] as number) | 0x20;
+    if (lower < 0x61 || lower > 0x7a) return false;
+  }
+  return true;
 }
 
 /**
@@ -73,23 +87,29 @@ function profileFits(data: Buffer): boolean {
  * Refuses (422) a JPEG of more than maxJpegScans scans: the decoder walks every block of the
  * picture again for each, and one that changes nothing takes a few dozen bytes, so a small file
  * of a large picture could cost minutes (https://libjpeg-turbo.org/pmwiki/uploads/About/TwoIssueswiththeJPEGStandard.pdf).
- * The segments are skipped by their length and a scan's coded data up to the next marker, as the
- * decoder reads them (ITU T.81, B.1.1): a SOS marker inside an APP segment (an Exif thumbnail) is no scan.
+ * A segment is skipped by its length, and what is between segments (a scan's coded data, or
+ * garbage) up to the next marker, as the decoder reads them (ITU T.81, B.1.1): a SOS marker
+ * inside an APP segment (an Exif thumbnail) is no scan. Coded data is searched for 0xFF natively
+ * and a run of stuffed zeros stepped over in pairs, so a 10 MB file takes milliseconds.
  */
 function checkJpegScans(bytes: Buffer): void {
   let scans = 0;
-  for (let at = 2; at < bytes.length;) {
-    const marker = bytes.indexOf(0xff, at);
-    if (marker < 0) return;
-    at = marker + 1;
-    while (bytes[at] === 0xff) at++;
-    const code = bytes[at++];
-    // A stuffed zero or a restart inside coded data, or a marker without a length.
-    if (code === undefined || code === 0x00 || code === 0x01 || (code >= 0xd0 && code <= 0xd8)) continue;
-    if (code === 0xd9 || at + 2 > bytes.length) return;
-    at += bytes.readUInt16BE(at);
-    if (code === 0xda && ++scans > maxJpegScans) {
-      throw new HttpError(422, `The JPEG has more than ${maxJpegScans} scans; save it again as an ordinary (baseline or progressive) JPEG.`);
+  for (let at = 2; at + 3 < bytes.length;) {
+    if (bytes[at] !== 0xff) {
+      at = bytes.indexOf(0xff, at + 1);
+      if (at < 0) return;
+      continue;
+    }
+    const code = bytes[at + 1] as number;
+    // A fill byte; a stuffed zero, a restart or another marker without a length.
+    if (code === 0xff) at += 1;
+    else if (code === 0x00 || code === 0x01 || (code >= 0xd0 && code <= 0xd8)) at += 2;
+    else if (code === 0xd9) return;
+    else {
+      if (code === 0xda && ++scans > maxJpegScans) {
+        throw new HttpError(422, `The JPEG has more than ${maxJpegScans} scans; save it again as an ordinary (baseline or progressive) JPEG.`);
+      }
+      at += 2 + bytes.readUInt16BE(at + 2);
     }
   }
 }
