@@ -185,14 +185,14 @@ describe('conversions in turn', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test('beside ten uploads of 49 million pixels, one converts at a time, two wait, seven are 503, and a file and a login take as long as alone', async (t) => {
+  test('beside twenty uploads of 49 million pixels, one converts at a time, two wait, seventeen are 503, and a file and a login take as long as alone', async (t) => {
     const cookie = await logInAs(server.origin, 'mmuster');
     const session = { cookie, token: await csrfTokenOf(server.origin, cookie, '/person/max-muster/bild') };
     // Progressive, so each conversion decodes every coefficient: about 1.6 s of processor time.
     // Each upload its own bytes (a comment after SOI), so none finds its files made by another.
     const large = await sharp({ create: { width: 7000, height: 7000, channels: 3, background: '#3366aa' } }).jpeg({ progressive: true }).toBuffer();
     const numbered = (i: number) => Buffer.concat([large.subarray(0, 2), Buffer.from([0xff, 0xfe, 0, 3, i]), large.subarray(2)]);
-    const pictures = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map(numbered);
+    const pictures = Array.from({ length: 20 }, (_, i) => numbered(i + 1));
     const file = async () => {
       const started = performance.now();
       const res = await fetch(`${server.origin}/css/site.css`);
@@ -237,13 +237,13 @@ describe('conversions in turn', () => {
       `the login's median ${median(alone.login).toFixed(0)} ms alone, ${median(beside.login).toFixed(0)} ms beside them (${ratios.login.toFixed(2)}x); ` +
       `${beside.file.length} files and ${beside.login.length} logins beside them`);
 
-    assert.deepEqual(answers.map((res) => res.status).sort(), [200, 200, 200, 503, 503, 503, 503, 503, 503, 503]);
+    assert.deepEqual(answers.map((res) => res.status).sort(), [...new Array<number>(3).fill(200), ...new Array<number>(17).fill(503)]);
     for (const res of answers.filter((r) => r.status === 503)) {
       assert.equal(res.headers.get('retry-after'), '5');
       assert.equal((await readJson(res)).detail, 'Too many pictures are being converted at the moment; send yours again in a few seconds.');
     }
     assert.ok(beside.login.length >= 2, `${beside.login.length} logins measured beside the uploads`);
     assert.ok(ratios.file < 10, `the file's 90th percentile ${ratios.file.toFixed(2)}x`);
-    assert.ok(ratios.login < 2.5, `the login's median ${ratios.login.toFixed(2)}x`);
+    assert.ok(ratios.login < 3, `the login's median ${ratios.login.toFixed(2)}x`);
   });
 });
