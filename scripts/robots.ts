@@ -1,21 +1,26 @@
-// robots.txt: crawlers are welcome everywhere but the forms, the login and the loan lists, and
-// are pointed at the sitemap, whose address must be absolute (sitemaps.org).
+// robots.txt: crawlers are welcome everywhere but the addresses that are no public document, in
+// both URL styles: the forms and the pages that confirm a deletion, the login, who is looking and
+// the loan lists (test/crawlers.test.ts checks the lines against the rewrite table). The sitemap's
+// address must be absolute (sitemaps.org). `*` stands for any text and a line matches the start
+// of a path (RFC 9309), so /*/bearbeiten also leaves out /person/max-muster/bearbeiten.json.
 import type { ScriptRequest } from '../lib/page/index.ts';
 import { Streamed } from '../lib/page/index.ts';
 
+const disallowed = [
+  // /login, /login.php and /login?back=…; /logout and /logout.php.
+  '/login', '/logout',
+  // /me, /me.json, /me.php: whom the credentials identify, for the pages' script.
+  '/me$', '/me.',
+  // The loan lists and loans: /entlehnte/2, /entlehnte/2/14, /entlehnte.php, /entlehnung.php.
+  '/entlehnte/', '/entlehnte.php', '/entlehnung.php',
+  // The forms and confirmations in the rewritten style ...
+  '/personen/neu', '/*/bearbeiten', '/*/loeschen', '/*/bild', '/*/werke/neu',
+  // ... and as the scripts of the PHP site.
+  '/person-neu.php', '/person-bearbeiten.php', '/person-loeschen.php', '/person-bild.php', '/werk-neu.php', '/werk-bearbeiten.php', '/werk-loeschen.php',
+];
+
 export async function GET({ link }: ScriptRequest): Promise<Streamed> {
-  const text = [
-    'User-agent: *',
-    'Disallow: /login',
-    'Disallow: /logout',
-    'Disallow: /entlehnte/',
-    'Disallow: /personen/neu',
-    'Disallow: /*/bearbeiten',
-    'Disallow: /*/werke/neu',
-    '',
-    `Sitemap: ${link('/sitemap.xml')}`,
-    '',
-  ].join('\n');
+  const text = ['User-agent: *', ...disallowed.map((path) => `Disallow: ${path}`), '', `Sitemap: ${link('/sitemap.xml')}`, ''].join('\n');
   return new Streamed('text/plain; charset=utf-8', async function* () {
     yield text;
   });

@@ -1,0 +1,89 @@
+// What crawlers and link checkers meet (docs/interface.md, Feeds, sitemap and links): robots.txt
+// leaves out exactly the addresses an anonymous visitor cannot use, in both URL styles.
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import robotsParser from 'robots-parser';
+import { loadRules, rewriteUrl } from '../lib/rewrite/index.ts';
+import type { TestServer } from './helpers.ts';
+import { root, startTestServer } from './helpers.ts';
+
+let server: TestServer;
+let robots: ReturnType<typeof robotsParser>;
+let robotsText: string;
+
+before(async () => {
+  server = await startTestServer();
+  const res = await fetch(`${server.origin}/robots.txt`);
+  assert.equal(res.status, 200);
+  robotsText = await res.text();
+  robots = robotsParser(`${server.origin}/robots.txt`, robotsText);
+});
+after(() => server?.close());
+
+const scripts = readdirSync(path.join(root, 'scripts')).filter((f) => f.endsWith('.ts')).map((f) => f.replace(/\.ts$/, ''));
+const allowed = (target: string) => robots.isAllowed(server.origin + target, 'AnyBot') === true;
+
+/** One address for each rule of the rewrite table that leads to a script (checked below: none is missing). */
+const addresses = [
+  '/', '/index', '/personen', '/person/1', '/person/max-muster', '/werk/1', '/search', '/entlehnte/2', '/entlehnte/2/1', '/login', '/logout', '/me',
+  '/personen/neu', '/person/1/bearbeiten', '/person/max-muster/bearbeiten', '/person/1/werke', '/person/max-muster/werke',
+  '/person/1/werke/neu', '/person/max-muster/werke/neu', '/werk/1/bearbeiten', '/person/1/loeschen', '/person/max-muster/loeschen',
+  '/werk/1/loeschen', '/person/1/bild', '/person/max-muster/bild', '/feed', '/person/1/feed', '/person/max-muster/feed',
+  '/sitemap', '/robots.txt', '/openapi',
+];
+
+/** Each address in both styles: the rewritten one, and the script's own (/person-bearbeiten.php?pid=1) that the rule leads to. */
+async function bothStyles(): Promise<{ rewritten: string; script: string; rule: number }[]> {
+  const rules = await loadRules(path.join(root, 'rewrite-rules.json'), { scriptExists: (name) => scripts.includes(name) });
+  const scriptRules = rules.rules.flatMap((rule) => (/\.php(\?|$)/.test(rule.source.substitution) ? [rule.index] : []));
+  const pairs = addresses.map((rewritten) => {
+    const decision = rewriteUrl(rules, { path: rewritten, query: '' });
+    assert.ok(decision.kind === 'pass' && decision.rule !== null, `${rewritten} reaches a script through a rule`);
+    return { rewritten, script: decision.query ? `${decision.path}?${decision.query}` : decision.path, rule: decision.rule };
+  });
+  const missing = scriptRules.filter((i) => !pairs.some((p) => p.rule === i));
+  assert.deepEqual(missing.map((i) => rules.rules[i]?.source.pattern), [], 'every rule that leads to a script has an address here');
+  return pairs;
+}
+
+/** A public document: 200 for anyone, and shared caches may keep it. Redirects lead to one. */
+async function isPublic(target: string): Promise<boolean> {
+  const res = await fetch(server.origin + target, { redirect: 'manual' });
+  await res.arrayBuffer();
+  if (res.status === 301 || res.status === 303) return true;
+  return res.status === 200 && /^public/.test(res.headers.get('cache-control') ?? '');
+}
+
+describe('robots.txt', () => {
+  test('leaves out exactly the addresses that are not public documents, in both URL styles', async () => {
+    const wrong: string[] = [];
+    for (const { rewritten, script } of await bothStyles()) {
+      for (const target of [rewritten, script]) {
+        const open = await isPublic(target);
+        if (allowed(target) !== open) wrong.push(`${target} is ${open ? 'public' : 'not public'} but ${open ? 'disallowed' : 'allowed'}`);
+      }
+    }
+    assert.deepEqual(wrong, []);
+  });
+
+  test('leaves out the forms with every suffix and query, and leaves the documents and files open', () => {
+    for (const target of ['/person/max-muster/bearbeiten.json', '/werk/7/loeschen.html', '/person/max-muster/bild?x=1', '/login?back=/person/max-muster', '/login.php?back=/', '/me.json', '/entlehnte.php?uid=2']) {
+      assert.equal(allowed(target), false, target);
+    }
+    for (const target of ['/person/max-muster.xml', '/werk/7.json', '/personen?offset=50', '/person.php?pid=1', '/bilder/0123456789abcdef0123456789abcdef-480.webp', '/img/max-muster.svg', '/css/site.css', '/js/site.js', '/favicon.ico', '/sitemap.xml']) {
+      assert.equal(allowed(target), true, target);
+    }
+  });
+
+  test('every Disallow line leaves out an address the site has', async () => {
+    const targets = (await bothStyles()).flatMap((p) => [p.rewritten, p.script]);
+    const lines = robotsText.split('\n').filter((line) => line.startsWith('Disallow: '));
+    for (const line of lines) {
+      const alone = robotsParser(`${server.origin}/robots.txt`, `User-agent: *\n${line}\n`);
+      assert.ok(targets.some((t) => alone.isDisallowed(server.origin + t, 'AnyBot')), `${line} leaves out no address of the site`);
+    }
+    assert.deepEqual(robots.getSitemaps(), [`${server.origin}/sitemap.xml`]);
+  });
+});
