@@ -33,9 +33,9 @@ describe('where the forms are', () => {
     const person = await fetch(`${server.origin}/person/max-muster`);
     assert.equal(person.headers.get('set-cookie'), null);
     const html = await person.text();
-    assert.ok(html.includes('<p class="edit" data-may="person/max-muster" hidden><a href="person/max-muster/bearbeiten">Edit</a> · <a href="person/max-muster/bild">Change the picture</a> · <a href="person/max-muster/werke/neu">Add a work</a> · <a href="person/max-muster/loeschen">Delete</a></p>'), html);
-    assert.ok((await page('/werk/1')).html.includes('<p class="edit" data-may="person/max-muster" hidden><a href="werk/1/bearbeiten">Edit</a> · <a href="werk/1/loeschen">Delete</a></p>'));
-    assert.ok((await page('/personen')).html.includes('<p class="edit" data-may="librarian" hidden><a href="personen/neu">New person</a></p>'));
+    assert.ok(html.includes('<p class="edit" data-may="person/max-muster" hidden><a rel="nofollow" href="person/max-muster/bearbeiten">Edit</a> · <a rel="nofollow" href="person/max-muster/bild">Change the picture</a> · <a rel="nofollow" href="person/max-muster/werke/neu">Add a work</a> · <a rel="nofollow" href="person/max-muster/loeschen">Delete</a></p>'), html);
+    assert.ok((await page('/werk/1')).html.includes('<p class="edit" data-may="person/max-muster" hidden><a rel="nofollow" href="werk/1/bearbeiten">Edit</a> · <a rel="nofollow" href="werk/1/loeschen">Delete</a></p>'));
+    assert.ok((await page('/personen')).html.includes('<p class="edit" data-may="librarian" hidden><a rel="nofollow" href="personen/neu">New person</a></p>'));
   });
 
   test('the form pages are valid HTML5, for those who may use them; others get 403 with a login link', async () => {

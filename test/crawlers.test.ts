@@ -1,9 +1,11 @@
 // What crawlers and link checkers meet (docs/interface.md, Feeds, sitemap and links): robots.txt
-// leaves out exactly the addresses an anonymous visitor cannot use, in both URL styles.
+// leaves out exactly the addresses an anonymous visitor cannot use, in both URL styles, and a
+// crawler that keeps to it and to rel="nofollow" finds no link that fails.
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { Config, Parser } from 'html-validate';
 import robotsParser from 'robots-parser';
 import { loadRules, rewriteUrl } from '../lib/rewrite/index.ts';
 import type { TestServer } from './helpers.ts';
@@ -85,5 +87,83 @@ describe('robots.txt', () => {
       assert.ok(targets.some((t) => alone.isDisallowed(server.origin + t, 'AnyBot')), `${line} leaves out no address of the site`);
     }
     assert.deepEqual(robots.getSitemaps(), [`${server.origin}/sitemap.xml`]);
+  });
+});
+
+/** The links of an HTML page as a crawler reads them: each address resolved against <base href>, and whether it says nofollow. */
+function linksOf(html: string, pageUrl: string): { url: URL; nofollow: boolean; tag: string }[] {
+  const doc = new Parser(Config.defaultConfig().resolve()).parseHtml(html);
+  const base = new URL(doc.querySelector('base')?.getAttributeValue('href') ?? '', pageUrl);
+  return doc.querySelectorAll('a[href], link[href], img[src], script[src]').map((element) => {
+    const url = new URL(element.getAttributeValue('href') ?? element.getAttributeValue('src') ?? '', base);
+    url.hash = '';
+    const rel = (element.getAttributeValue('rel') ?? '').split(/\s+/);
+    return { url, nofollow: rel.includes('nofollow'), tag: element.tagName };
+  });
+}
+
+interface Crawl {
+  /** Addresses fetched, with the status of the answer (after redirects on this site). */
+  answers: Map<string, number>;
+  /** Links on a page that lead to an address robots.txt leaves out, without rel="nofollow". */
+  unmarked: string[];
+}
+
+/**
+ * From /, every link on this site breadth first, up to `limit` addresses, leaving out what
+ * robots.txt leaves out and links that say nofollow, as the crawler keeps to either.
+ */
+async function crawl(keepsTo: { robots: boolean; nofollow: boolean }, limit = 2000): Promise<Crawl> {
+  const answers = new Map<string, number>();
+  const unmarked: string[] = [];
+  const queue = [`${server.origin}/`];
+  const seen = new Set(queue);
+  while (queue.length > 0 && answers.size < limit) {
+    const address = queue.shift() as string;
+    const res = await fetch(address, { headers: { 'user-agent': 'AnyBot/1.0' } });
+    answers.set(address.slice(server.origin.length), res.status);
+    if (res.status !== 200 || !(res.headers.get('content-type') ?? '').startsWith('text/html')) {
+      await res.arrayBuffer();
+      continue;
+    }
+    for (const link of linksOf(await res.text(), res.url)) {
+      if (link.url.origin !== server.origin) continue;
+      const left = !allowed(link.url.pathname + link.url.search);
+      if (left && !link.nofollow && link.tag === 'a') unmarked.push(`${address.slice(server.origin.length)} → ${link.url.pathname}${link.url.search}`);
+      if ((left && keepsTo.robots) || (link.nofollow && keepsTo.nofollow) || seen.has(link.url.href)) continue;
+      seen.add(link.url.href);
+      queue.push(link.url.href);
+    }
+  }
+  return { answers, unmarked };
+}
+
+const failures = (answers: Map<string, number>) => [...answers].filter(([, status]) => status !== 200).map(([address, status]) => `${status} ${address}`);
+
+describe('a crawler from the start page', () => {
+  let polite: Promise<Crawl>;
+  before(() => {
+    polite = crawl({ robots: true, nofollow: false });
+  });
+
+  test('that keeps to robots.txt finds no link that fails: every address answers 200, after redirects', async (t) => {
+    const { answers } = await polite;
+    t.diagnostic(`${answers.size} addresses`);
+    assert.deepEqual(failures(answers), []);
+    // The demo data's persons, works, their feeds and representations, the files: far more than a few pages, far fewer than the bound.
+    assert.ok(answers.size > 100 && answers.size < 2000, `${answers.size} addresses`);
+    for (const address of ['/personen', '/person/max-muster', '/werk/1', '/search', '/feed', '/person/max-muster.json', '/css/site.css', '/js/site.js']) {
+      assert.equal(answers.get(address), 200, address);
+    }
+  });
+
+  test('that keeps to rel="nofollow" alone finds no link that fails either', async () => {
+    const { answers } = await crawl({ robots: false, nofollow: true });
+    assert.deepEqual(failures(answers), []);
+    assert.equal(answers.size, (await polite).answers.size);
+  });
+
+  test('every link to an address robots.txt leaves out says rel="nofollow"', async () => {
+    assert.deepEqual([...new Set((await polite).unmarked)], []);
   });
 });
