@@ -1,12 +1,13 @@
 // What crawlers and link checkers meet (docs/interface.md, Feeds, sitemap and links): robots.txt
-// leaves out exactly the addresses an anonymous visitor cannot use, in both URL styles, and a
-// crawler that keeps to it and to rel="nofollow" finds no link that fails.
+// leaves out exactly the addresses an anonymous visitor cannot use, in both URL styles, a
+// crawler that keeps to it or to rel="nofollow" finds no link that fails, and /favicon.ico is there.
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Config, Parser } from 'html-validate';
 import robotsParser from 'robots-parser';
+import sharp from 'sharp';
 import { loadRules, rewriteUrl } from '../lib/rewrite/index.ts';
 import type { TestServer } from './helpers.ts';
 import { root, startTestServer } from './helpers.ts';
@@ -141,13 +142,12 @@ async function crawl(keepsTo: { robots: boolean; nofollow: boolean }, limit = 20
 const failures = (answers: Map<string, number>) => [...answers].filter(([, status]) => status !== 200).map(([address, status]) => `${status} ${address}`);
 
 describe('a crawler from the start page', () => {
-  let polite: Promise<Crawl>;
-  before(() => {
-    polite = crawl({ robots: true, nofollow: false });
-  });
+  // The crawl that keeps to robots.txt, made once for the tests that read it.
+  let crawled: Promise<Crawl> | null = null;
+  const polite = () => (crawled ??= crawl({ robots: true, nofollow: false }));
 
   test('that keeps to robots.txt finds no link that fails: every address answers 200, after redirects', async (t) => {
-    const { answers } = await polite;
+    const { answers } = await polite();
     t.diagnostic(`${answers.size} addresses`);
     assert.deepEqual(failures(answers), []);
     // The demo data's persons, works, their feeds and representations, the files: far more than a few pages, far fewer than the bound.
@@ -160,10 +160,35 @@ describe('a crawler from the start page', () => {
   test('that keeps to rel="nofollow" alone finds no link that fails either', async () => {
     const { answers } = await crawl({ robots: false, nofollow: true });
     assert.deepEqual(failures(answers), []);
-    assert.equal(answers.size, (await polite).answers.size);
+    assert.equal(answers.size, (await polite()).answers.size);
   });
 
   test('every link to an address robots.txt leaves out says rel="nofollow"', async () => {
-    assert.deepEqual([...new Set((await polite).unmarked)], []);
+    assert.deepEqual([...new Set((await polite()).unmarked)], []);
+  });
+});
+
+describe('/favicon.ico', () => {
+  test('is an icon of 16 and 32 pixels, kept by caches for an hour, and every page links it', async () => {
+    const res = await fetch(`${server.origin}/favicon.ico`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'image/vnd.microsoft.icon');
+    assert.equal(res.headers.get('cache-control'), 'public, max-age=3600');
+    const ico = Buffer.from(await res.arrayBuffer());
+    // ICONDIR: reserved 0, type 1 (icon), the count; then one 16-byte entry per picture, each a PNG here.
+    assert.deepEqual([ico.readUInt16LE(0), ico.readUInt16LE(2), ico.readUInt16LE(4)], [0, 1, 2]);
+    const pictures = await Promise.all([0, 1].map(async (i) => {
+      const entry = 6 + 16 * i;
+      const bytes = ico.subarray(ico.readUInt32LE(entry + 12), ico.readUInt32LE(entry + 12) + ico.readUInt32LE(entry + 8));
+      const { format, width, height } = await sharp(bytes).metadata();
+      return { declared: [ico.readUInt8(entry), ico.readUInt8(entry + 1)], format, width, height };
+    }));
+    assert.deepEqual(pictures, [
+      { declared: [16, 16], format: 'png', width: 16, height: 16 },
+      { declared: [32, 32], format: 'png', width: 32, height: 32 },
+    ]);
+    for (const page of ['/', '/person/max-muster', '/login']) {
+      assert.match(await (await fetch(server.origin + page)).text(), /<base href="\/">\n<link rel="stylesheet" href="css\/site.css">\n<link rel="icon" href="favicon.ico" sizes="16x16 32x32">\n/, page);
+    }
   });
 });

@@ -83,7 +83,7 @@ describe('scanner probes for scripts', () => {
     const probes = ['/wp-login.php', '/wp-admin/install.php', '/phpmyadmin/index.php', '/cgi-bin/test.cgi', '/xmlrpc.php?rsd'];
     const before = server.errorLog();
     for (const probe of probes) assert.equal((await fetch(server.origin + probe)).status, 404, probe);
-    assert.equal((await fetch(`${server.origin}/favicon.ico`)).status, 404);
+    assert.equal((await fetch(`${server.origin}/apple-touch-icon.png`)).status, 404);
     const log = await waitFor(server.errorLog, (text) => (text.match(/AH00128/g) ?? []).length >= probes.length);
     const lines = log.slice(before.length).split('\n').filter((line) => line.includes('AH00128'));
     assert.equal(lines.length, probes.length, lines.join('\n'));
