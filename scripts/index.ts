@@ -23,7 +23,9 @@ export async function GET({ db, remember }: ScriptRequest): Promise<Document<Sta
         ORDER BY w.id DESC LIMIT 5`,
     ),
   ]);
-  return { path: '/', title: 'Portfolio', data: { personen: counts?.personen ?? 0, werke: counts?.werke ?? 0, neueste } };
+  const data = { personen: counts?.personen ?? 0, werke: counts?.werke ?? 0, neueste };
+  const description = `Persons and their works: ${data.personen} persons with ${data.werke} works, each in HTML, XML and JSON. Search names and titles, or see the newest works.`;
+  return { path: '/', title: 'Portfolio', description, data };
 }
 
 export function toJson(start: StartPage, link: LinkFn) {

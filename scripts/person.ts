@@ -39,7 +39,10 @@ export async function DELETE(req: ScriptRequest): Promise<Outcome> {
 }
 
 function personDocument(person: Person): Document<Person> {
-  return { path: `/person/${person.slug}`, title: `${person.vorname} ${person.nachname}`, data: person };
+  const name = `${person.vorname} ${person.nachname}`;
+  const count = person.werke.length === 1 ? '1 work' : `${person.werke.length} works`;
+  const titles = person.werke.length === 0 ? '' : `: ${person.werke.slice(0, 3).map((w) => w.titel).join(' · ')}${person.werke.length > 3 ? ' · …' : ''}`;
+  return { path: `/person/${person.slug}`, title: name, description: `${name} has ${count} in the portfolio${titles}.`, data: person };
 }
 
 function editPath(key: PersonKey): string {

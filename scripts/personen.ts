@@ -41,6 +41,9 @@ export async function GET({ query, db, remember }: ScriptRequest): Promise<Docum
   return {
     path: pagePath(offset),
     title: offset === 0 ? 'Persons' : `Persons from ${offset + 1}`,
+    description: (offset === 0 && total <= pageSize) || offset >= total
+      ? `The ${total} persons of the portfolio by last name, each with the number of their works.`
+      : `Persons ${offset + 1} to ${Math.min(offset + pageSize, total)} of the ${total} of the portfolio by last name, each with the number of their works.`,
     data: {
       total, offset, size: pageSize, ...pageLinks(offset, pageSize, total),
       personen: rows.map((p) => ({ ...p, image: pictureIn(p.image, 160) })),

@@ -78,6 +78,9 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
   return {
     path,
     title: conditions.length ? `${view.title}: ${clip(result.described)}` : view.title,
+    description: conditions.length === 0
+      ? 'Search the persons and works of the portfolio by name, title, description, type and year.'
+      : `${result.total === 0 ? 'No' : `${result.exact ? '' : 'At least '}${result.total}`} ${result.total === 1 ? 'result' : 'results'} for ${result.described}.`,
     data: result,
     stylesheet: view.stylesheet,
     ...(paging ? { pages: paging } : {}),

@@ -36,7 +36,8 @@ export async function DELETE(req: ScriptRequest): Promise<Outcome> {
 }
 
 function werkDocument(werk: Werk): Document<Werk> {
-  return { path: `/werk/${werk.id}`, title: werk.titel, data: werk };
+  const by = `${werk.art || 'A work'} by ${werk.person.vorname} ${werk.person.nachname}${werk.jahr === null ? '' : `, ${werk.jahr}`}`;
+  return { path: `/werk/${werk.id}`, title: werk.titel, description: `${werk.titel}: ${by}.${werk.beschreibung ? ` ${werk.beschreibung}` : ''}`, data: werk };
 }
 
 function showAgain(id: number, failure: Failure, values: RawFields): Document {

@@ -1,16 +1,21 @@
 // What crawlers and link checkers meet (docs/interface.md, Feeds, sitemap and links): robots.txt
 // leaves out exactly the addresses an anonymous visitor cannot use, in both URL styles, a
-// crawler that keeps to it or to rel="nofollow" finds no link that fails, and /favicon.ico is there.
+// crawler that keeps to it or to rel="nofollow" finds no link that fails, each page has a meta
+// description, and /favicon.ico is there.
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Config, Parser } from 'html-validate';
-import robotsParser from 'robots-parser';
+import robotsModule from 'robots-parser';
 import sharp from 'sharp';
 import { loadRules, rewriteUrl } from '../lib/rewrite/index.ts';
 import type { TestServer } from './helpers.ts';
 import { root, startTestServer } from './helpers.ts';
+
+// A CommonJS module whose types declare a default export: imported, it is the function itself.
+const robotsParser = robotsModule as unknown as typeof robotsModule.default;
+const htmlConfig = await Config.defaultConfig().resolve();
 
 let server: TestServer;
 let robots: ReturnType<typeof robotsParser>;
@@ -93,7 +98,7 @@ describe('robots.txt', () => {
 
 /** The links of an HTML page as a crawler reads them: each address resolved against <base href>, and whether it says nofollow. */
 function linksOf(html: string, pageUrl: string): { url: URL; nofollow: boolean; tag: string }[] {
-  const doc = new Parser(Config.defaultConfig().resolve()).parseHtml(html);
+  const doc = new Parser(htmlConfig).parseHtml(html);
   const base = new URL(doc.querySelector('base')?.getAttributeValue('href') ?? '', pageUrl);
   return doc.querySelectorAll('a[href], link[href], img[src], script[src]').map((element) => {
     const url = new URL(element.getAttributeValue('href') ?? element.getAttributeValue('src') ?? '', base);
@@ -108,6 +113,8 @@ interface Crawl {
   answers: Map<string, number>;
   /** Links on a page that lead to an address robots.txt leaves out, without rel="nofollow". */
   unmarked: string[];
+  /** HTML pages without exactly one meta description. */
+  undescribed: string[];
 }
 
 /**
@@ -117,6 +124,7 @@ interface Crawl {
 async function crawl(keepsTo: { robots: boolean; nofollow: boolean }, limit = 2000): Promise<Crawl> {
   const answers = new Map<string, number>();
   const unmarked: string[] = [];
+  const undescribed: string[] = [];
   const queue = [`${server.origin}/`];
   const seen = new Set(queue);
   while (queue.length > 0 && answers.size < limit) {
@@ -127,7 +135,9 @@ async function crawl(keepsTo: { robots: boolean; nofollow: boolean }, limit = 20
       await res.arrayBuffer();
       continue;
     }
-    for (const link of linksOf(await res.text(), res.url)) {
+    const html = await res.text();
+    if ((html.match(/<meta name="description" content="[^"]+">/g) ?? []).length !== 1) undescribed.push(address.slice(server.origin.length));
+    for (const link of linksOf(html, res.url)) {
       if (link.url.origin !== server.origin) continue;
       const left = !allowed(link.url.pathname + link.url.search);
       if (left && !link.nofollow && link.tag === 'a') unmarked.push(`${address.slice(server.origin.length)} → ${link.url.pathname}${link.url.search}`);
@@ -136,7 +146,7 @@ async function crawl(keepsTo: { robots: boolean; nofollow: boolean }, limit = 20
       queue.push(link.url.href);
     }
   }
-  return { answers, unmarked };
+  return { answers, unmarked, undescribed };
 }
 
 const failures = (answers: Map<string, number>) => [...answers].filter(([, status]) => status !== 200).map(([address, status]) => `${status} ${address}`);
@@ -166,6 +176,10 @@ describe('a crawler from the start page', () => {
   test('every link to an address robots.txt leaves out says rel="nofollow"', async () => {
     assert.deepEqual([...new Set((await polite()).unmarked)], []);
   });
+
+  test('every HTML page it finds has one meta description', async () => {
+    assert.deepEqual((await polite()).undescribed, []);
+  });
 });
 
 describe('/favicon.ico', () => {
@@ -189,6 +203,45 @@ describe('/favicon.ico', () => {
     ]);
     for (const page of ['/', '/person/max-muster', '/login']) {
       assert.match(await (await fetch(server.origin + page)).text(), /<base href="\/">\n<link rel="stylesheet" href="css\/site.css">\n<link rel="icon" href="favicon.ico" sizes="16x16 32x32">\n/, page);
+    }
+  });
+});
+
+describe('the meta description', () => {
+  const descriptionOf = async (target: string) => {
+    const html = await (await fetch(server.origin + target)).text();
+    return /<meta name="description" content="([^"]*)">/.exec(html)?.[1] ?? null;
+  };
+
+  test('says what each public page holds: the counts, a person\'s works, a work\'s creator, a search\'s results', async () => {
+    const [counts] = await server.db.query<{ personen: number; werke: number }>('SELECT (SELECT count(*)::int FROM person) AS personen, (SELECT count(*)::int FROM werk) AS werke');
+    const titles = (await server.db.query<{ titel: string }>(`SELECT w.titel FROM werk w JOIN person p ON p.id = w.person_id WHERE p.slug = 'max-muster' ORDER BY w.titel, w.id`)).map((w) => w.titel);
+    assert.equal(titles.length, 5);
+    assert.deepEqual(await Promise.all(['/', '/personen', '/person/max-muster', '/search', '/login'].map(descriptionOf)), [
+      `Persons and their works: ${counts?.personen} persons with ${counts?.werke} works, each in HTML, XML and JSON. Search names and titles, or see the newest works.`,
+      `The ${counts?.personen} persons of the portfolio by last name, each with the number of their works.`,
+      `Max Muster has 5 works in the portfolio: ${titles.slice(0, 3).join(' · ')} · ….`,
+      'Search the persons and works of the portfolio by name, title, description, type and year.',
+      null,
+    ]);
+    assert.equal(await descriptionOf('/personen?offset=10'), `Persons 11 to ${Math.min(60, counts?.personen ?? 0)} of the ${counts?.personen} of the portfolio by last name, each with the number of their works.`);
+    assert.equal(await descriptionOf('/search?query=title,exact,Hafen%20im%20Nebel'), '1 result for title exact &#34;Hafen im Nebel&#34;.');
+    assert.equal(await descriptionOf('/search?query=any,contains,zzzqqq'), 'No results for any contains &#34;zzzqqq&#34;.');
+  });
+
+  test('of a work is its title, type, creator, year and the start of its description: escaped, on one line, at most 160 characters', async () => {
+    const beschreibung = `Erste Zeile.\n\nZweite Zeile mit <b>Markup</b> & "Anführungszeichen", ${'und noch mehr Text '.repeat(10)}`;
+    const [row] = await server.db.query<{ id: number }>(
+      `INSERT INTO werk (person_id, titel, jahr, art, beschreibung) VALUES ((SELECT id FROM person WHERE slug = 'max-muster'), $1, 1999, 'Roman', $2) RETURNING id`,
+      ['<i>Kursiv</i> & "Zitat"', beschreibung],
+    );
+    try {
+      const expected = `<i>Kursiv</i> & "Zitat": Roman by Max Muster, 1999. ${beschreibung.replace(/\s+/g, ' ')}`.slice(0, 160) + '…';
+      const escaped = expected.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&#34;');
+      assert.equal(await descriptionOf(`/werk/${row?.id}`), escaped);
+      assert.equal([...expected].length, 161);
+    } finally {
+      await server.db.query('DELETE FROM werk WHERE id = $1', [row?.id]);
     }
   });
 });

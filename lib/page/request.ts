@@ -56,6 +56,8 @@ export interface Document<T = unknown> {
   /** Canonical rewritten path without suffix, e.g. /person/max-muster. */
   path: string;
   title: string;
+  /** What the page is about in a sentence or two, for search engines' result lists: the HTML page's meta description. */
+  description?: string;
   data: T;
   /** Stylesheet of the HTML page, relative to the site root; css/site.css when absent. */
   stylesheet?: string;

@@ -1,7 +1,7 @@
 // Turns a script's Document into the chosen representation: HTML through the script's EJS
 // template, XML through one writeXml call, or JSON (docs/interface.md, Representations).
 import type { Alternate, Format, Viewer } from '../http/index.ts';
-import { formats } from '../http/index.ts';
+import { clip, formats } from '../http/index.ts';
 import type { Document, LinkFn, ScriptModule } from '../page/index.ts';
 import type { Templates } from './templates.ts';
 import { writeXml } from './xml.ts';
@@ -9,6 +9,8 @@ import { writeXml } from './xml.ts';
 /** What the shared layout needs besides the script's data. */
 interface PageInfo {
   title: string;
+  /** The meta description: the document's, on one line and clipped (summaryOf); none when it has none. */
+  description: string | null;
   /** <base href>: makes relative links such as werk/7 work from every URL form of a page. */
   base: string;
   canonical: string | null;
@@ -17,6 +19,14 @@ interface PageInfo {
   warnings: string[];
   /** Who is logged in, on pages that read the session; on public pages js/site.js fills the header in from me.json. */
   user: Viewer | null;
+}
+
+// Search engines show about 155 to 160 characters of a description and cut the rest.
+const descriptionLength = 160;
+
+/** A document's description as its meta element holds it: one line, at most 160 characters and an ellipsis. */
+export function summaryOf(description: string): string {
+  return clip(description.replace(/\s+/g, ' ').trim(), descriptionLength);
 }
 
 const xmlDeclaration = '<?xml version="1.0" encoding="UTF-8"?>\n';

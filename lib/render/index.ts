@@ -1,7 +1,7 @@
 // The render room: a script's document as HTML (EJS templates), XML (one writer) or JSON, errors
 // as pages or problem details, and the response that carries them.
 // May import: db, http, page.
-export { buildXml, formatsOf, renderDocument } from './document.ts';
+export { buildXml, formatsOf, renderDocument, summaryOf } from './document.ts';
 export { problemOf, renderProblem } from './problem.ts';
 export type { Produced } from './respond.ts';
 export { respond } from './respond.ts';

@@ -51,7 +51,7 @@ export function renderProblem(err: HttpError, format: Format, page: ProblemPage)
   }
   headers['content-type'] = mediaTypes.html;
   const body = page.templates.render('error', {
-    page: { title: `${err.status} ${title}`, base: page.base, canonical: null, alternates: [], stylesheet: 'css/site.css', warnings: [], user: page.user },
+    page: { title: `${err.status} ${title}`, description: null, base: page.base, canonical: null, alternates: [], stylesheet: 'css/site.css', warnings: [], user: page.user },
     data: { ...problem, alternates: err.options.alternates ?? [], errors, login: err.options.login ? loginLink(err.options.login) : null },
   });
   return { headers, body };

@@ -14,7 +14,7 @@ import type { Logs } from '../log/index.ts';
 import type { Outcome, PictureOptions, ScriptModule, ScriptRequest } from '../page/index.ts';
 import { PictureQueue } from '../page/index.ts';
 import type { Produced, Templates } from '../render/index.ts';
-import { renderDocument } from '../render/index.ts';
+import { renderDocument, summaryOf } from '../render/index.ts';
 import type { SearchStats } from '../search/index.ts';
 import { Searcher } from '../search/index.ts';
 import { parseStack } from './stack.ts';
@@ -164,7 +164,7 @@ export class ScriptRunner {
       const text = renderDocument({
         format, scriptName: name, script, doc: outcome, link: target.link, templates,
         page: {
-          title: outcome.title, base: target.basePath + '/', canonical: target.link(outcome.path), alternates,
+          title: outcome.title, description: outcome.description === undefined ? null : summaryOf(outcome.description), base: target.basePath + '/', canonical: target.link(outcome.path), alternates,
           stylesheet: outcome.stylesheet ?? 'css/site.css', warnings: config.displayErrors ? warnings : [], user: ex.viewer,
         },
       });
