@@ -19,6 +19,12 @@ const disallowed = [
   '/person-neu.php', '/person-bearbeiten.php', '/person-loeschen.php', '/person-bild.php', '/werk-neu.php', '/werk-bearbeiten.php', '/werk-loeschen.php',
 ];
 
+/**
+ * Text whatever Accept asks: a crawler that asks for text/plain alone was answered 406, as the
+ * three representations were offered. The answer is streamed with its own type.
+ */
+export const only = { format: 'html', type: 'text/plain; charset=utf-8' } as const;
+
 export async function GET({ link }: ScriptRequest): Promise<Streamed> {
   const text = ['User-agent: *', ...disallowed.map((path) => `Disallow: ${path}`), '', `Sitemap: ${link('/sitemap.xml')}`, ''].join('\n');
   return new Streamed('text/plain; charset=utf-8', async function* () {

@@ -85,6 +85,13 @@ describe('robots.txt', () => {
     }
   });
 
+  test('is text whatever Accept asks, as crawlers ask for text/plain alone too', async () => {
+    for (const accept of ['text/plain', 'text/plain, */*;q=0.1', 'text/html', 'application/json', '*/*']) {
+      const res = await fetch(`${server.origin}/robots.txt`, { headers: { accept } });
+      assert.deepEqual([res.status, res.headers.get('content-type'), await res.text()], [200, 'text/plain; charset=utf-8', robotsText], accept);
+    }
+  });
+
   test('every Disallow line leaves out an address the site has', async () => {
     const targets = (await bothStyles()).flatMap((p) => [p.rewritten, p.script]);
     const lines = robotsText.split('\n').filter((line) => line.startsWith('Disallow: '));

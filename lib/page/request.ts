@@ -117,9 +117,10 @@ export interface ScriptModule {
   /**
    * The one representation of a document that has a media type of its own instead of the three
    * (an Atom feed: its XML, through toXml, served as application/atom+xml; the OpenAPI document's
-   * JSON). It is served whatever Accept asks; another suffix is 406.
+   * JSON; robots.txt's text, streamed, which the suffix .html names). It is served whatever Accept
+   * asks; another suffix is 406.
    */
-  only?: { format: 'xml' | 'json'; type: string };
+  only?: { format: Format; type: string };
 }
 
 /** Reads a non-negative integer parameter; 400 naming the parameter when it is not one. */
