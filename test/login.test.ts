@@ -390,10 +390,10 @@ describe('Basic credentials and public documents', () => {
     assert.match(publicPage, /\n {2}<a class="login" rel="nofollow" href="login">Log in<\/a>\n/);
     assert.doesNotMatch(publicPage, /mmuster/);
     const loans = await (await fetch(`${server.origin}/entlehnte/2`, { headers: { cookie } })).text();
-    assert.match(loans, /<details class="account" data-known>\n {4}<summary><span class="who"><span class="as">Logged in as <\/span><strong data-me="name">mmuster<\/strong><\/span><\/summary>\n {4}<div class="menu">\n {6}<a data-me="loans" href="entlehnte\/2">My loans<\/a>\n {6}<form method="post" action="logout" data-me="logout">/);
+    assert.match(loans, /<details class="account" data-known>\n {4}<summary><span class="who"><span class="as">Logged in as <\/span><strong data-me="name">mmuster<\/strong><\/span><\/summary>\n {4}<div class="menu">\n {6}<a data-me="loans" rel="nofollow" href="entlehnte\/2">My loans<\/a>\n {6}<form method="post" action="logout" data-me="logout">/);
     assert.match(loans, /<a class="login" rel="nofollow" href="login" hidden>Log in<\/a>/);
     const viaBasic = await (await fetch(`${server.origin}/entlehnte/2`, { headers: { authorization: basic('mmuster', demo.mmuster.password) } })).text();
-    assert.match(viaBasic, /<strong data-me="name">mmuster<\/strong><\/span><\/summary>\n {4}<div class="menu">\n {6}<a data-me="loans" href="entlehnte\/2">My loans<\/a>\n {6}<form method="post" action="logout" data-me="logout" hidden>/);
+    assert.match(viaBasic, /<strong data-me="name">mmuster<\/strong><\/span><\/summary>\n {4}<div class="menu">\n {6}<a data-me="loans" rel="nofollow" href="entlehnte\/2">My loans<\/a>\n {6}<form method="post" action="logout" data-me="logout" hidden>/);
   });
 
   test('a logged-in user\'s way back stays a path on this site, whatever it looks like', async () => {
