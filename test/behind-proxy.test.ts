@@ -2,8 +2,8 @@
 // proxy names reaches the access log, the error log, the login throttle and the rewrite rules;
 // the proxy's https makes cookies Secure and the https origin acceptable; a forwarded header from
 // a peer that is not trusted, or one that cannot be read, changes nothing. And logins that nobody
-// can take away from their owner: failures count per account and address, after the check, and
-// password checks wait their turn per address.
+// can take away from their owner: failures count per account and client (an address, an IPv6 /64),
+// after the check, and password checks wait their turn per client.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -152,6 +152,26 @@ describe('logins nobody can take away from their owner', () => {
     assert.equal(right.status, 303);
     // The queue of that one address is bounded: the rest are told to come back at once.
     assert.deepEqual(Object.keys(count(statuses)).sort(), ['403', '503']);
+  });
+
+  test('the addresses of one IPv6 /64 are one client: one line of checks, one count; IPv4-mapped IPv6 is IPv4', async () => {
+    const statuses = await Promise.all(Array.from({ length: 24 }, async (_, i) => {
+      const res = await fetch(`${server.origin}/entlehnte/2.json`, { headers: from(`2001:db8:77:1:${(i + 1).toString(16)}::${i + 1}`, { authorization: basic('mallory', 'guess') }) });
+      await res.arrayBuffer();
+      return res.status;
+    }));
+    const mapped = await fetch(`${server.origin}/entlehnte/2.json`, { headers: from('::ffff:203.0.113.80', { authorization: basic('mallory', 'guess') }) });
+    assert.equal(mapped.status, 403);
+    // At most 16 wait beside the two that run: the others are answered 503 at once.
+    const counted = count(statuses);
+    assert.deepEqual(Object.keys(counted).sort(), ['403', '503']);
+    const rows = await server.db.query<{ key: string; failures: number }>('SELECT key, failures FROM login_attempt ORDER BY key');
+    assert.deepEqual(rows, [
+      { key: 'address:2001:db8:77:1::/64', failures: counted['403'] },
+      { key: 'address:203.0.113.80', failures: 1 },
+      { key: 'pair:mallory|2001:db8:77:1::/64', failures: counted['403'] },
+      { key: 'pair:mallory|203.0.113.80', failures: 1 },
+    ]);
   });
 
   test('14 parallel requests with correct Basic credentials: 14 answers 200', async (t) => {

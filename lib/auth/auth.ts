@@ -3,7 +3,7 @@
 import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Exchange, Target } from '../http/index.ts';
-import { HttpError } from '../http/index.ts';
+import { addressGroup, HttpError } from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
 import { CheckQueue } from './check-queue.ts';
 import { LoginThrottle } from './login-throttle.ts';
@@ -54,24 +54,28 @@ export class Auth {
   /** Who is asking in this exchange, read only when a script asks. */
   requester(ex: Exchange, target: Target): Requester {
     const { req, client } = ex;
-    return new Requester(() => new RequestAuth({
-      req, db: this.db, sessions: this.sessions, loginTokens: this.loginTokens,
-      cookie: { path: target.basePath + '/', secure: target.secure },
-      gate: this.throttle.gate(client.address, (message) => {
-        this.tally.throttled++;
-        this.logs.error(message, { client: client.label });
-      }),
-      checks: {
-        run: (work) => this.checks.run(client.address, work).catch((err: unknown) => {
-          if (err instanceof HttpError && err.status === 503) this.tally.busy++;
-          throw err;
+    return new Requester(() => {
+      // The throttle counts, and the checks take turns, by the same client: an IPv6 /64 is one.
+      const group = addressGroup(client.address);
+      return new RequestAuth({
+        req, db: this.db, sessions: this.sessions, loginTokens: this.loginTokens,
+        cookie: { path: target.basePath + '/', secure: target.secure },
+        gate: this.throttle.gate(group, (message) => {
+          this.tally.throttled++;
+          this.logs.error(message, { client: client.label });
         }),
-      },
-      onFailure: (user, reason) => {
-        this.tally.failed++;
-        this.logs.authFailure({ client: client.label, user, uri: target.path, reason, referer: req.headers.referer });
-      },
-    }));
+        checks: {
+          run: (work) => this.checks.run(group, work).catch((err: unknown) => {
+            if (err instanceof HttpError && err.status === 503) this.tally.busy++;
+            throw err;
+          }),
+        },
+        onFailure: (user, reason) => {
+          this.tally.failed++;
+          this.logs.authFailure({ client: client.label, user, uri: target.path, reason, referer: req.headers.referer });
+        },
+      });
+    });
   }
 
   /** Live sessions, for the metrics. */

@@ -1,9 +1,11 @@
 // Who the client is when reverse proxies stand in front (nginx, HAProxy): the forwarding headers
 // (X-Forwarded-For or Forwarded, X-Forwarded-Proto, X-Forwarded-Host) are believed only from the
 // addresses in TRUSTED_PROXIES, and proxy-addr walks the chain back to the first address that is
-// not one of them (docs/operations.md, Behind a reverse proxy).
+// not one of them (docs/operations.md, Behind a reverse proxy). And which addresses count as one
+// client where clients are counted or take turns: an IPv6 /64 is one (addressGroup).
 import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
+import ipaddr from 'ipaddr.js';
 import proxyaddr from 'proxy-addr';
 
 export interface Client {
@@ -60,6 +62,19 @@ export function clientOf(req: IncomingMessage, trust: Trust | null): Client {
     host: forwarded.host,
     malformed: null,
   };
+}
+
+/**
+ * The client an address counts as where clients are counted (the login throttle) or take turns
+ * (the password checks): an IPv4 address as it is, IPv4-mapped IPv6 as IPv4, and IPv6 by its /64,
+ * the block one network (one home, one office) gets, so that the 2^64 addresses of one client are
+ * one client (RFC 6177, RFC 4291 section 2.5.1): 2001:db8:1:2::/64. Anything else stays as it is.
+ */
+export function addressGroup(address: string): string {
+  if (net.isIP(address.replace(/%.*$/, '')) === 0) return address;
+  const ip = ipaddr.process(address);
+  if (ip instanceof ipaddr.IPv4) return ip.toString();
+  return `${new ipaddr.IPv6([...ip.parts.slice(0, 4), 0, 0, 0, 0]).toString()}/64`;
 }
 
 interface Forwarded {

@@ -31,5 +31,5 @@ export { chooseEncoding, compressSync, encodedEtag, isCompressible, minCompressB
 export type { Target } from './target.ts';
 export { basePathOf, locate, readTarget } from './target.ts';
 export type { Client, Trust } from './client.ts';
-export { compileTrust } from './client.ts';
+export { addressGroup, compileTrust } from './client.ts';
 export type { XmlElement } from './xml-body.ts';
