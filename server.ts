@@ -65,7 +65,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const base = `${basePathOf(config)}/`;
   const trust = compileTrust(config.trustedProxies);
   const metrics = new Metrics({
-    db, logFailedWrites: () => logs.failedWrites(), logins: auth.tally, countSessions: () => auth.countSessions(),
+    db, logFailedWrites: () => logs.failedWrites(), logins: auth.tally, checksWaiting: () => auth.checksWaiting, countSessions: () => auth.countSessions(),
     replicas: replicas ? () => replicas.status() : undefined, search: () => runner.searchStats(),
   });
   const probes = new Probes(config, db, metrics);

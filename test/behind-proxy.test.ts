@@ -3,9 +3,11 @@
 // the proxy's https makes cookies Secure and the https origin acceptable; a forwarded header from
 // a peer that is not trusted, or one that cannot be read, changes nothing. And logins that nobody
 // can take away from their owner: failures count per account and client (an address, an IPv6 /64),
-// after the check, and password checks wait their turn per client.
+// after the check, and password checks wait their turn by client, the quietest first, and are
+// dropped when their client leaves.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
@@ -154,6 +156,29 @@ describe('logins nobody can take away from their owner', () => {
     assert.deepEqual(Object.keys(count(statuses)).sort(), ['403', '503']);
   });
 
+  test('20 addresses flooding the password checks: a correct login from another answers within a small ratio of its time alone', async (t) => {
+    const alone = await timedLogins(['192.0.2.210', '192.0.2.211', '192.0.2.212']);
+    // 16 bogus checks from each of 20 addresses at once, more than the queue holds.
+    let full: () => void = () => {};
+    const refused = new Promise<void>((resolve) => (full = resolve));
+    const flood = Promise.all(Array.from({ length: 20 * 16 }, async (_, i) => {
+      const res = await fetch(`${server.origin}/entlehnte/2.json`, { headers: from(`198.51.100.${100 + (i % 20)}`, { authorization: basic('mallory', 'guess') }) });
+      await res.arrayBuffer();
+      if (res.status === 503) full();
+      return res.status;
+    }));
+    await Promise.race([refused, flood]);
+    const under = await timedLogins(['192.0.2.213', '192.0.2.214', '192.0.2.215']);
+    const statuses = count(await flood);
+    const ratio = under.ms / alone.ms;
+    t.diagnostic(`a correct login alone: ${alone.ms.toFixed(0)} ms, beside 20 addresses' flood: ${under.ms.toFixed(0)} ms (${ratio.toFixed(2)}x); flood: ${JSON.stringify(statuses)}`);
+    assert.deepEqual([alone.statuses, under.statuses], [[303, 303, 303], [303, 303, 303]]);
+    assert.deepEqual(Object.keys(statuses).sort(), ['403', '503']);
+    // It waits for one running check to end at most, then runs beside the other: well under 5x
+    // (the turns by address in a round made it wait behind every flooding address: 25x).
+    assert.ok(ratio < 5, `${ratio.toFixed(2)}x its time alone`);
+  });
+
   test('the addresses of one IPv6 /64 are one client: one line of checks, one count; IPv4-mapped IPv6 is IPv4', async () => {
     const statuses = await Promise.all(Array.from({ length: 24 }, async (_, i) => {
       const res = await fetch(`${server.origin}/entlehnte/2.json`, { headers: from(`2001:db8:77:1:${(i + 1).toString(16)}::${i + 1}`, { authorization: basic('mallory', 'guess') }) });
@@ -174,6 +199,27 @@ describe('logins nobody can take away from their owner', () => {
     ]);
   });
 
+  test('a client that closes its connection while its check waits: the check is dropped and never runs', async () => {
+    const before = await checkCounts();
+    // Two bogus checks from one address take both slots, then a third from it waits behind them.
+    const bogus = Promise.all(Array.from({ length: 2 }, async () => (await fetch(`${server.origin}/entlehnte/2.json`, { headers: from('203.0.113.120', { authorization: basic('mallory', 'guess') }) })).status));
+    const url = new URL(`${server.origin}/entlehnte/2.json`);
+    const leaving = http.get({ host: url.hostname, port: url.port, path: url.pathname, headers: from('203.0.113.120', { authorization: basic('leaves-early', 'guess') }) });
+    leaving.on('error', () => {});
+    // All three have reached the line; the last cannot have its turn before one of the others ends.
+    for (let i = 0; i < 500; i++) {
+      const now = await checkCounts();
+      if (now.checked - before.checked + now.waiting === 3) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    leaving.destroy();
+    assert.deepEqual(await bogus, [403, 403]);
+    const after = await checkCounts();
+    assert.deepEqual({ checked: after.checked - before.checked, left: after.left - before.left, waiting: after.waiting }, { checked: 2, left: 1, waiting: 0 });
+    assert.doesNotMatch(server.errorLog(), /leaves-early/);
+    assert.deepEqual(await server.db.query(`SELECT key FROM login_attempt WHERE key LIKE 'pair:leaves-early%'`), []);
+  });
+
   test('14 parallel requests with correct Basic credentials: 14 answers 200', async (t) => {
     const started = performance.now();
     const answers = await Promise.all(Array.from({ length: 14 }, () => fetch(`${server.origin}/entlehnte/2.json`, { headers: { authorization: basic('mmuster', demo.mmuster.password) } })));
@@ -181,6 +227,32 @@ describe('logins nobody can take away from their owner', () => {
     assert.deepEqual(answers.map((r) => r.status), Array(14).fill(200));
   });
 });
+
+/** Correct logins from each address in turn: their statuses and the median time of their POSTs. */
+async function timedLogins(addresses: readonly string[]): Promise<{ statuses: number[]; ms: number }> {
+  const statuses: number[] = [];
+  const times: number[] = [];
+  for (const address of addresses) {
+    const form = await openLoginForm(server.origin);
+    const started = performance.now();
+    const res = await postForm(server.origin, '/login', { username: 'mmuster', password: demo.mmuster.password, csrf_token: form.csrfToken }, { cookie: form.cookie, ...from(address) });
+    await res.arrayBuffer();
+    times.push(performance.now() - started);
+    statuses.push(res.status);
+  }
+  return { statuses, ms: [...times].sort((a, b) => a - b)[Math.floor(times.length / 2)] as number };
+}
+
+/** From /metrics: password checks run and waiting, and logins not checked as their client left. */
+async function checkCounts(): Promise<{ checked: number; waiting: number; left: number }> {
+  const text = await (await fetch(`${server.origin}/metrics`)).text();
+  const value = (name: string) => Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
+  return {
+    checked: value('portfolio_password_checks_total'),
+    waiting: value('portfolio_password_checks_waiting'),
+    left: value('portfolio_logins_refused_total{reason="left"}'),
+  };
+}
 
 function count(values: readonly number[]): Record<string, number> {
   const counts: Record<string, number> = {};

@@ -3,7 +3,7 @@
 import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Exchange, Target } from '../http/index.ts';
-import { addressGroup, HttpError } from '../http/index.ts';
+import { addressGroup, clientGone, HttpError } from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
 import { CheckQueue } from './check-queue.ts';
 import { LoginThrottle } from './login-throttle.ts';
@@ -15,7 +15,7 @@ import { SessionStore } from './session.ts';
 
 const sweepEveryMs = 10 * 60 * 1000;
 
-/** Refused and failed logins since the start, for the metrics. */
+/** Refused and failed logins, and the password checks run, since the start, for the metrics. */
 export interface LoginTally {
   /** Wrong name or password. */
   failed: number;
@@ -23,6 +23,10 @@ export interface LoginTally {
   throttled: number;
   /** Refused because too many checks were waiting (503). */
   busy: number;
+  /** Not checked because the client closed the connection before its check's turn. */
+  left: number;
+  /** Password checks run (each a scrypt). */
+  checked: number;
 }
 
 export class Auth {
@@ -30,7 +34,7 @@ export class Auth {
   private readonly throttle: LoginThrottle;
   private readonly checks = new CheckQueue();
   private readonly sweep: NodeJS.Timeout;
-  readonly tally: LoginTally = { failed: 0, throttled: 0, busy: 0 };
+  readonly tally: LoginTally = { failed: 0, throttled: 0, busy: 0, left: 0, checked: 0 };
   /** The cookie that tells where a client's last change left the primary (reads from replicas). */
   readonly written: WrittenMarks;
   private readonly loginTokens: LoginTokens;
@@ -51,9 +55,14 @@ export class Auth {
     }, sweepEveryMs).unref();
   }
 
+  /** Checks waiting for their turn, for the metrics. */
+  get checksWaiting(): number {
+    return this.checks.waiting;
+  }
+
   /** Who is asking in this exchange, read only when a script asks. */
   requester(ex: Exchange, target: Target): Requester {
-    const { req, client } = ex;
+    const { req, res, client } = ex;
     return new Requester(() => {
       // The throttle counts, and the checks take turns, by the same client: an IPv6 /64 is one.
       const group = addressGroup(client.address);
@@ -64,18 +73,29 @@ export class Auth {
           this.tally.throttled++;
           this.logs.error(message, { client: client.label });
         }),
-        checks: {
-          run: (work) => this.checks.run(group, work).catch((err: unknown) => {
-            if (err instanceof HttpError && err.status === 503) this.tally.busy++;
-            throw err;
-          }),
-        },
+        checks: { run: (work) => this.check(group, work, clientGone(res)) },
         onFailure: (user, reason) => {
           this.tally.failed++;
           this.logs.authFailure({ client: client.label, user, uri: target.path, reason, referer: req.headers.referer });
         },
       });
     });
+  }
+
+  /** One password check in the client's turn; dropped when the client leaves before it. */
+  private async check<T>(group: string, work: () => Promise<T>, gone: AbortSignal): Promise<T> {
+    let ran = false;
+    try {
+      return await this.checks.run(group, () => {
+        ran = true;
+        this.tally.checked++;
+        return work();
+      }, gone);
+    } catch (err) {
+      if (!ran && gone.aborted) this.tally.left++;
+      else if (err instanceof HttpError && err.status === 503) this.tally.busy++;
+      throw err;
+    }
   }
 
   /** Live sessions, for the metrics. */

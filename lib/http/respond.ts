@@ -122,6 +122,17 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
+/**
+ * Aborts when the client closes the connection before its answer is sent: work done only for
+ * that answer can be dropped. (The request's own 'close' comes once its body is read, not then.)
+ */
+export function clientGone(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  if (res.destroyed) controller.abort();
+  else res.once('close', () => res.writableFinished || controller.abort());
+  return controller.signal;
+}
+
 export function sendEmpty(ex: Exchange, status: number, headers: OutgoingHttpHeaders = {}): void {
   const all = withSecurity(headers);
   ex.res.writeHead(status, status === 204 || status === 304 ? all : { ...all, 'content-length': 0 });

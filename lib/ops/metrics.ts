@@ -1,8 +1,8 @@
 // Prometheus metrics through prom-client: requests by route, method and status, their latency,
-// the database connections, sessions, refused logins, the log files' failed writes, and Node's
-// own (event-loop lag, heap, garbage collection). With worker processes the worker that is asked
-// gets every worker's metrics from the primary, added up, with the counts of workers that are
-// gone (docs/operations.md, Health and metrics).
+// the database connections, sessions, refused logins and password checks, the log files' failed
+// writes, and Node's own (event-loop lag, heap, garbage collection). With worker processes the
+// worker that is asked gets every worker's metrics from the primary, added up, with the counts of
+// workers that are gone (docs/operations.md, Health and metrics).
 // https://prometheus.io/docs/instrumenting/exposition_formats/
 import cluster from 'node:cluster';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
@@ -15,7 +15,9 @@ import { askPrimary, onCollect } from '../http/index.ts';
 export interface MetricSources {
   db: Db;
   logFailedWrites: () => number;
-  logins: { failed: number; throttled: number; busy: number };
+  logins: { failed: number; throttled: number; busy: number; left: number; checked: number };
+  /** Password checks waiting for their turn (lib/auth/check-queue.ts). */
+  checksWaiting: () => number;
   countSessions: () => Promise<{ signedIn: number; anonymous: number }>;
   /** The replicas (DATABASE_REPLICA_URL) as this process sees them. */
   replicas?: () => { host: string; up: boolean; lagMs: number; reads: number }[];
@@ -150,11 +152,26 @@ export class Metrics {
     });
     // Counted where they happen (lib/auth, lib/log) and read here on each scrape.
     new Counter({
-      name: 'portfolio_logins_refused_total', help: 'Logins refused: wrong name or password (failed), the throttle (throttled, 429), too many checks waiting (busy, 503).',
+      name: 'portfolio_logins_refused_total', help: 'Logins refused: wrong name or password (failed), the throttle (throttled, 429), too many checks waiting (busy, 503), not checked as the client left before its turn (left).',
       labelNames: ['reason'], registers,
       collect() {
         this.reset();
-        for (const reason of ['failed', 'throttled', 'busy'] as const) this.inc({ reason }, sources.logins[reason]);
+        for (const reason of ['failed', 'throttled', 'busy', 'left'] as const) this.inc({ reason }, sources.logins[reason]);
+      },
+    });
+    new Counter({
+      name: 'portfolio_password_checks_total', help: 'Password checks run: each a scrypt of a third of a second and 128 MiB.',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(sources.logins.checked);
+      },
+    });
+    new Gauge({
+      name: 'portfolio_password_checks_waiting', help: 'Password checks waiting for their turn (two run at once).',
+      registers,
+      collect() {
+        this.set(sources.checksWaiting());
       },
     });
     new Counter({
