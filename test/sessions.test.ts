@@ -1,6 +1,6 @@
 // Sessions under attack: fixation, cross-site posts, open redirects through the login's way
-// back, password guessing (429, also across worker processes sharing the database) and forged
-// Host headers. lib/auth/session.ts, lib/auth/request-auth.ts, lib/auth/login-throttle.ts, scripts/login.ts.
+// back, password guessing (429, also across worker processes sharing the database, and never for
+// an account that has not been failing from the address) and forged Host headers. lib/auth/session.ts, lib/auth/request-auth.ts, lib/auth/login-throttle.ts, scripts/login.ts.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import type { TestDb, TestServer } from './helpers.ts';
@@ -138,13 +138,43 @@ describe('repeated failed logins', () => {
     assert.equal((await tryLogin(server.origin, 'jmueller', demo.jmueller.password)).status, 429);
   });
 
-  test('more than 100 failures from one address in 15 minutes hold up every account from there', async () => {
-    await server.db.query(`INSERT INTO login_attempt (key, failures, window_start) VALUES ('address:127.0.0.1', 100, now())`);
-    const res = await tryLogin(server.origin, 'aschaefer', demo.aschaefer.password);
-    assert.equal(res.status, 429);
-    assert.match(await res.text(), /Too many failed logins from your address/);
-    const log = await waitFor(server.errorLog, (text) => text.includes('from 127.0.0.1 refused'));
-    assert.match(log, /login from 127\.0\.0\.1 refused for \d+ s: 100 failed logins from 127\.0\.0\.1 within 900 s/);
+  test('100 failures from one address hold up only the account failing from there: the right password for another logs in', async () => {
+    // As the throttle writes them after 100 failed checks for mmuster (each a third of a second of scrypt).
+    await server.db.query(`INSERT INTO login_attempt (key, failures, window_start) VALUES ('address:127.0.0.1', 100, now()), ('pair:mmuster|127.0.0.1', 100, now())`);
+    assert.equal((await tryLogin(server.origin, 'aschaefer', demo.aschaefer.password)).status, 303);
+    const viaBasic = await fetch(`${server.origin}/entlehnte/3.json`, { headers: { authorization: basic('jmueller', demo.jmueller.password) } });
+    assert.equal(viaBasic.status, 200);
+    const failing = await tryLogin(server.origin, 'mmuster', demo.mmuster.password);
+    assert.equal(failing.status, 429);
+    assert.match(await failing.text(), /Too many failed logins for this account from your address; try again in 15 minutes\./);
+  });
+
+  test('from an address with 100 failures, a wrong password is checked and 403; the third failure of an account holds it up while the address stays noisy', async () => {
+    await server.db.query(`INSERT INTO login_attempt (key, failures, window_start) VALUES ('address:127.0.0.1', 100, now() - interval '14 minutes')`);
+    const wrong = await Promise.all(Array.from({ length: 3 }, () => tryLogin(server.origin, 'jmueller', 'wrong-password')));
+    assert.deepEqual(wrong.map((r) => r.status), [403, 403, 403]);
+    const held = await tryLogin(server.origin, 'jmueller', demo.jmueller.password);
+    assert.equal(held.status, 429);
+    // Until the address's window ends, a minute from now, not the account's 15 minutes.
+    const retryAfter = Number(held.headers.get('retry-after'));
+    assert.ok(retryAfter > 50 && retryAfter <= 60, String(retryAfter));
+    const log = await waitFor(server.errorLog, (text) => text.includes('user jmueller from 127.0.0.1 refused'));
+    assert.match(log, /login for user jmueller from 127\.0\.0\.1 refused for \d+ s: 3 failed logins for user jmueller from 127\.0\.0\.1, and 103 from 127\.0\.0\.1 within 900 s/);
+    await server.db.query(`UPDATE login_attempt SET window_start = now() - interval '15 minutes 1 second' WHERE key = 'address:127.0.0.1'`);
+    assert.equal((await tryLogin(server.origin, 'jmueller', demo.jmueller.password)).status, 303);
+  });
+
+  test('empty Basic credentials are no login: answered as anonymous, with no check, no count and no log line', async () => {
+    const logBefore = server.errorLog();
+    const statuses = await Promise.all(Array.from({ length: 120 }, (_, i) => {
+      const authorization = ['Basic Og==', basic('mmuster', ''), basic('', 'a-password'), basic('  ', 'a-password')][i % 4] as string;
+      return fetch(`${server.origin}/entlehnte/2.json`, { headers: { authorization } }).then(async (res) => (await res.arrayBuffer(), res.status));
+    }));
+    assert.deepEqual(statuses, Array(120).fill(403));
+    assert.deepEqual(await server.db.query('SELECT key FROM login_attempt'), []);
+    assert.equal(server.errorLog(), logBefore);
+    const json = await readJson(await fetch(`${server.origin}/login.json`, { headers: { authorization: 'Basic Og==' } }));
+    assert.equal(json.angemeldet, null);
   });
 
   test('a successful login starts its account over from that address, and nothing more', async () => {

@@ -1,27 +1,33 @@
-// Slows down password guessing without letting anyone lock an account for its owner: more than
-// 10 failed logins for one account from one client address, or 100 from one address, within 15
-// minutes are answered 429 with Retry-After until the window ends. A failure is counted after its
-// password check failed, never before. The counts live in the database, so every worker process
-// and instance sees the same ones. Password checks themselves wait in turn per address (CheckQueue).
+// Slows down password guessing without letting anyone lock an account for its owner: an account
+// with 10 failed logins from one client (an address, or an IPv6 /64: addressGroup), or with 3
+// from a client that has 100 in all, within 15 minutes is answered 429 with Retry-After from
+// there. A client's failures never refuse an account that has not been failing from it: behind
+// one NAT, a noisy neighbour cannot lock everyone out (docs/robustness.md, Password guessing).
+// A failure is counted after its password check failed, never before. The counts live in the
+// database, so every worker process and instance sees the same ones. Password checks themselves
+// wait their turn by client (CheckQueue).
 import type { Db } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
 
 interface ThrottleLimits {
-  /** Failures of one account from one address. */
+  /** Failures of one account from one client. */
   perPair: number;
+  /** Failures from one client that make it noisy. */
   perAddress: number;
+  /** Failures of one account from a noisy client. */
+  perPairFromNoisy: number;
   windowSeconds: number;
 }
 
-const defaultThrottleLimits: ThrottleLimits = { perPair: 10, perAddress: 100, windowSeconds: 15 * 60 };
+const defaultThrottleLimits: ThrottleLimits = { perPair: 10, perAddress: 100, perPairFromNoisy: 3, windowSeconds: 15 * 60 };
 
 /** One login's view of the throttle: the account name typed and the client's address. */
 export interface LoginGate {
-  /** 429 when this account from this address, or this address, has failed too often. */
+  /** 429 when this account has failed too often from this client. */
   check: (username: string) => Promise<void>;
-  /** The password check failed: counted for the account from this address and for the address. */
+  /** The password check failed: counted for the account from this client and for the client. */
   fail: (username: string) => Promise<void>;
-  /** The password was right: this account from this address starts over. */
+  /** The password was right: this account from this client starts over. */
   succeed: (username: string) => Promise<void>;
 }
 
@@ -39,7 +45,7 @@ export class LoginThrottle {
     this.limits = options.limits ?? defaultThrottleLimits;
   }
 
-  /** The gate for one request from address; onBlocked writes the error-log line of a refused attempt. */
+  /** The gate for one request from address (a client: addressGroup); onBlocked writes the error-log line of a refused attempt. */
   gate(address: string, onBlocked: (message: string) => void): LoginGate {
     return {
       check: (username) => this.check(keysOf(username, address), address, onBlocked),
@@ -57,7 +63,7 @@ export class LoginThrottle {
     return rows.length;
   }
 
-  private async check(keys: string[], address: string, onBlocked: (message: string) => void): Promise<void> {
+  private async check(keys: [string, string], address: string, onBlocked: (message: string) => void): Promise<void> {
     const rows = await this.db.query<{ key: string; failures: number; retryAfter: number }>(
       `SELECT key, failures,
               greatest(1, ceil(extract(epoch FROM window_start + make_interval(secs => $2::int) - now())))::int AS "retryAfter"
@@ -65,13 +71,19 @@ export class LoginThrottle {
         WHERE key = ANY($1::text[]) AND window_start > now() - make_interval(secs => $2::int)`,
       [keys, this.limits.windowSeconds],
     );
-    const over = rows.find((r) => r.failures >= (r.key.startsWith('pair:') ? this.limits.perPair : this.limits.perAddress));
-    if (!over) return;
-    const what = over.key.startsWith('pair:') ? `for user ${over.key.slice(5, over.key.lastIndexOf('|'))} from ${address}` : `from ${address}`;
-    onBlocked(`login ${what} refused for ${over.retryAfter} s: ${over.failures} failed logins ${what} within ${this.limits.windowSeconds} s`);
-    const whose = over.key.startsWith('pair:') ? 'for this account from your address' : 'from your address';
-    throw new HttpError(429, `Too many failed logins ${whose}; try again in ${formatWait(over.retryAfter)}.`, {
-      headers: { 'retry-after': String(over.retryAfter) },
+    const pair = rows.find((r) => r.key === keys[0]);
+    const whole = rows.find((r) => r.key === keys[1]);
+    if (!pair) return;
+    const { perPair, perAddress, perPairFromNoisy, windowSeconds } = this.limits;
+    const noisy = whole !== undefined && whole.failures >= perAddress;
+    if (pair.failures < (noisy ? perPairFromNoisy : perPair)) return;
+    // Under its own limit, the account is held only as long as the client stays noisy.
+    const retryAfter = pair.failures >= perPair || !whole ? pair.retryAfter : Math.min(pair.retryAfter, whole.retryAfter);
+    const user = keys[0].slice(5, keys[0].lastIndexOf('|'));
+    const also = pair.failures < perPair && whole ? `, and ${whole.failures} from ${address}` : '';
+    onBlocked(`login for user ${user} from ${address} refused for ${retryAfter} s: ${pair.failures} failed logins for user ${user} from ${address}${also} within ${windowSeconds} s`);
+    throw new HttpError(429, `Too many failed logins for this account from your address; try again in ${formatWait(retryAfter)}.`, {
+      headers: { 'retry-after': String(retryAfter) },
     });
   }
 
@@ -87,13 +99,13 @@ export class LoginThrottle {
   }
 
   private async succeed(keys: string[]): Promise<void> {
-    // The owner typed the right password from here: their account starts over from this address;
-    // what the address did with other accounts still counts.
+    // The owner typed the right password from here: their account starts over from this client;
+    // what the client did with other accounts still counts.
     await this.db.query('DELETE FROM login_attempt WHERE key = $1', [keys[0]]);
   }
 }
 
-/** The account from the address, and the address. */
+/** The account from the client, and the client. */
 function keysOf(username: string, address: string): [string, string] {
   return [`pair:${username.trim().toLowerCase().slice(0, 100)}|${address}`, `address:${address}`];
 }

@@ -87,9 +87,14 @@ export class RequestAuth {
     return (await this.read()).identity;
   }
 
-  /** Checks a login; a failure is logged for fail2ban and answers null, whatever its reason. */
+  /**
+   * Checks a login; a failure is logged for fail2ban and answers null, whatever its reason. An
+   * empty name or password cannot be right: null at once, with no check, no count and no log line,
+   * so an API tester's empty Basic credentials hold up nobody behind its address.
+   */
   async authenticate(username: string, password: string): Promise<Account | null> {
     this.used = true;
+    if (username.trim() === '' || password === '') return null;
     const { gate, checks, db } = this.options;
     await gate?.check(username);
     const check = await checks.run(() => checkCredentials(db, username, password));
