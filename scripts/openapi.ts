@@ -42,8 +42,8 @@ const reasons: Record<string, string> = {
   '413': 'The body is larger than this change takes: 1 MiB, a picture 10 MiB (PICTURE_MAX_BYTES).',
   '415': 'The body is of a type this change does not take.',
   '422': 'The body is well-formed but its fields are invalid; errors names each.',
-  '429': 'Too many failed logins (the form or Basic credentials) for this account or from this address; Retry-After says when to try again.',
-  '503': 'The database is unavailable, or too many password checks are waiting; Retry-After says when to try again.',
+  '429': 'Too many failed logins (the form or Basic credentials) for this account from this address; Retry-After says when to try again.',
+  '503': 'The database is unavailable or the server is busy (password checks, picture conversions); Retry-After says when to try again.',
 };
 
 /** Text as lib/page/input.ts checks it: trimmed, at most `max` characters; a required one not empty. */
