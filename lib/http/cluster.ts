@@ -78,8 +78,17 @@ export async function listen(app: Served & Stoppable, config: Config, database: 
   const server = createHttpServer(app);
   let where: string;
   if (cluster.isWorker) {
-    where = process.env.PORTFOLIO_ADDRESS ?? '';
+    // The primary opens the port once a worker serves, and then says where.
+    const told = new Promise<string>((resolve) => {
+      const onMessage = (message: Message) => {
+        if (message?.portfolio !== 'address') return;
+        process.off('message', onMessage);
+        resolve(message.address);
+      };
+      process.on('message', onMessage);
+    });
     takeConnections(server, app);
+    where = await told;
   } else {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

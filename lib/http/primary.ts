@@ -1,8 +1,9 @@
 // The primary of WEB_CONCURRENCY=N worker processes, as Apache's prefork parent: it prepares the
-// database once, owns the port and hands each connection it accepts to one worker in turn; it
-// replaces a worker that dies, replaces them all one after another on SIGUSR2 (a rolling reload),
-// stops gracefully on SIGTERM and passes SIGHUP on. It also answers what a worker asks (every
-// worker's metrics, gathered from all of them). docs/operations.md, Processes and signals.
+// database once, owns the port (opened once a worker serves) and hands each connection it accepts
+// to one worker in turn; it replaces a worker that dies, replaces them all one after another on
+// SIGUSR2 (a rolling reload), stops gracefully on SIGTERM and passes SIGHUP on. It also answers
+// what a worker asks (every worker's metrics, gathered from all of them). docs/operations.md,
+// Processes and signals.
 import cluster, { type Worker } from 'node:cluster';
 import net from 'node:net';
 import type { Config } from '../config.ts';
@@ -10,7 +11,7 @@ import { Logs } from '../log/index.ts';
 import type { Answer, Message } from './process-model.ts';
 import { addressOf, collectTimeoutMs, drainMs, graceMs, writePidFile } from './process-model.ts';
 
-// Connections held while no worker is ready (all starting or replaced at once).
+// Connections held while no worker serves (all died at once).
 const maxWaiting = 1000;
 // A worker of a reload that has not said it is complete in this time has failed to start.
 const startTimeoutMs = 60_000;
@@ -25,16 +26,15 @@ export interface PrimaryOptions {
   fold?: (values: unknown[]) => Promise<unknown>;
 }
 
-/** Prepares (migrations) once, listens, forks the workers and keeps them running until SIGTERM. */
+/**
+ * Prepares (migrations) once, forks the workers, listens once the first serves, and keeps them
+ * running until SIGTERM. The port opens only when a worker can answer: a connection made earlier
+ * would wait for one, the health checks too.
+ */
 export async function runPrimary(config: Config, prepare: () => Promise<void>, options: PrimaryOptions = {}): Promise<void> {
   await prepare();
   // Paused: the bytes a client sends are read by the worker that gets the connection.
   const listener = net.createServer({ pauseOnConnect: true });
-  await new Promise<void>((resolve, reject) => {
-    listener.once('error', reject);
-    listener.listen(config.port, config.host, resolve);
-  });
-  writePidFile(config);
   new Primary(config, listener, prepare, options).start();
 }
 
@@ -42,7 +42,9 @@ interface Collect { values: unknown[]; missing: Set<Worker>; done: () => void }
 
 class Primary {
   private readonly logs: Logs;
-  private readonly address: string;
+  /** The port's address, once it is open (the first worker serves). */
+  private address: string | null = null;
+  private opening = false;
   private stopping = false;
   private reloading = false;
   /** Workers that serve, in turn. */
@@ -70,7 +72,6 @@ class Primary {
     private readonly prepare: () => Promise<void>, private readonly options: PrimaryOptions,
   ) {
     this.logs = new Logs({ error: config.errorLog });
-    this.address = addressOf(listener);
   }
 
   start(): void {
@@ -85,7 +86,34 @@ class Primary {
       for (const worker of this.workers()) worker.process.kill('SIGHUP');
     });
     for (let i = 0; i < this.config.webConcurrency; i++) this.fork();
-    console.log(`portfolio: primary ${process.pid} runs ${this.config.webConcurrency} workers on ${this.address}/`);
+  }
+
+  /** Opens the port, when the first worker serves; one that cannot be opened stops the server. */
+  private open(): void {
+    this.opening = true;
+    this.listener.once('error', (err) => {
+      this.log(`the port ${this.config.host}:${this.config.port} cannot be opened: ${err.message}; stopping the server`);
+      process.exitCode = 1;
+      this.stop();
+    });
+    this.listener.listen(this.config.port, this.config.host, () => {
+      const address = addressOf(this.listener);
+      this.address = address;
+      try {
+        writePidFile(this.config);
+      } catch (err) {
+        this.log((err as Error).message);
+        process.exitCode = 1;
+        return this.stop();
+      }
+      for (const worker of this.ready) this.tell(worker);
+      console.log(`portfolio: primary ${process.pid} runs ${this.config.webConcurrency} workers on ${address}/`);
+    });
+  }
+
+  /** Tells a serving worker the port's address, for its log line. */
+  private tell(worker: Worker): void {
+    if (this.address !== null && worker.isConnected()) worker.send({ portfolio: 'address', address: this.address } satisfies Message);
   }
 
   private log(message: string, level: 'error' | 'warn' | 'notice' = 'error'): void {
@@ -93,7 +121,7 @@ class Primary {
   }
 
   private fork(): Worker {
-    return cluster.fork({ PORTFOLIO_ADDRESS: this.address });
+    return cluster.fork();
   }
 
   private workers(): Worker[] {
@@ -126,6 +154,8 @@ class Primary {
   private serve(worker: Worker): void {
     if (this.stopping || this.ready.includes(worker) || this.retiring.has(worker) || worker.isDead()) return;
     this.ready.push(worker);
+    if (!this.opening) this.open();
+    else this.tell(worker);
     for (const socket of this.waiting.splice(0)) this.handOff(socket);
   }
 
@@ -315,7 +345,7 @@ class Primary {
 
   /** The port closes first: what comes later is refused, what came is handed on and answered. */
   private closeDown(): void {
-    this.listener.close();
+    if (this.listener.listening) this.listener.close();
     for (const socket of this.waiting.splice(0)) this.handOff(socket);
     const workers = this.workers();
     if (workers.length === 0) void this.logs.close().finally(() => process.exit());

@@ -20,6 +20,8 @@ export type Message =
   | { portfolio: 'ready' } | { portfolio: 'connection' } | { portfolio: 'took' } | { portfolio: 'stop' }
   // A worker serves from 'ready' on; 'complete' once it has read what it keeps (the search index).
   | { portfolio: 'complete' }
+  // The primary tells a worker that serves the port's address, once it is open.
+  | { portfolio: 'address'; address: string }
   // A worker asks the primary a question (the metrics of all workers); the primary answers.
   | { portfolio: 'ask'; id: number; question: string }
   | { portfolio: 'answer'; id: number; value?: unknown; error?: string }
