@@ -48,7 +48,11 @@ export async function startOwnProgram(env: Record<string, string> = {}): Promise
   };
 }
 
-export async function startProgram(env: Record<string, string>): Promise<Program> {
+/**
+ * Starts the program and waits until every worker serves; `serving` waits for fewer (a worker
+ * beside one that serves takes connections only once its search index is read).
+ */
+export async function startProgram(env: Record<string, string>, options: { serving?: number } = {}): Promise<Program> {
   // Built once per test process, from the sources as they are now.
   built ??= buildServer();
   await built;
@@ -62,7 +66,7 @@ export async function startProgram(env: Record<string, string>): Promise<Program
   child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString(); });
   child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString(); });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const workers = Number(env.WEB_CONCURRENCY ?? 1);
+  const workers = options.serving ?? Number(env.WEB_CONCURRENCY ?? 1);
   const listening = (text: string) => (text.match(/listening on /g) ?? []).length >= workers;
   await waitFor(() => output, (text) => listening(text) || child.exitCode !== null, 60_000);
   const port = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(output)?.[1];

@@ -1,14 +1,16 @@
-// The start as operators see it (docs/operations.md, Processes and signals): the probes and the
-// pages answer while the workers read their search index, searches are 503 with Retry-After
-// until then, and in a reload a new worker takes connections only once its index is read. The
-// index's reading is held up by a lock another connection takes on search_word, the last table it
-// reads: PostgreSQL only, as PGlite has no other connection to take it.
+// The start as operators see it (docs/operations.md, Processes and signals): the port opens once a
+// worker serves; the probes and the pages answer while the workers read their search index,
+// searches are 503 with Retry-After until then, and in a reload a new worker takes connections
+// only once its index is read. A worker's start is held up by a lock another connection takes on
+// site_secret, the index's reading by one on search_word, the last table it reads: PostgreSQL
+// only, as PGlite has no other connection to take them.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { backend, rawRequest, waitFor } from '../helpers.ts';
 import type { OwnProgram, Program } from '../program.ts';
 import { startOwnProgram, startProgram } from '../program.ts';
+import { freePort } from '../topology/front.ts';
 
 const onPostgres = backend === 'postgres' ? {} : { skip: 'holding up the reading needs a second connection: PostgreSQL; run with DATABASE_URL' };
 
@@ -20,12 +22,12 @@ before(async () => {
 });
 after(() => own?.close());
 
-/** A transaction that holds search_word locked until release(). */
-async function holdSearchWords(url: string): Promise<{ release: () => Promise<void> }> {
+/** A transaction that holds a table locked until release(). */
+async function hold(url: string, table: 'search_word' | 'site_secret'): Promise<{ release: () => Promise<void> }> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   await client.query('BEGIN');
-  await client.query('LOCK TABLE search_word IN ACCESS EXCLUSIVE MODE');
+  await client.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
   return {
     release: async () => {
       await client.query('COMMIT');
@@ -51,12 +53,37 @@ async function searchUntilFound(origin: string, times: number): Promise<number[]
 let running: Program | null = null;
 after(() => running?.remove());
 
+describe('the port', () => {
+  test('opens only once a worker serves: nothing that connects waits for one', onPostgres, async () => {
+    own.program.remove();
+    const port = await freePort();
+    const lock = await hold(own.db.url as string, 'site_secret');
+    let starting: Promise<Program> | null = null;
+    try {
+      starting = startProgram({ DATABASE_URL: own.db.url as string, WEB_CONCURRENCY: '2', PORT: String(port) });
+      // The primary has prepared the database and forked; its workers wait for the site's secret.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      for (let i = 0; i < 5; i++) {
+        const refused = await rawRequest(`http://127.0.0.1:${port}`, '/healthz').then((res) => res.status, (err: NodeJS.ErrnoException) => err.code);
+        assert.equal(refused, 'ECONNREFUSED');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    } finally {
+      await lock.release();
+    }
+    running = await (starting as Promise<Program>);
+    assert.equal((await rawRequest(running.origin, '/healthz')).status, 200);
+    running.remove();
+  });
+});
+
 describe('while the workers read their search index', () => {
   test('the probes and the pages answer at once, a search is 503 with Retry-After, and 200 once the index is read', onPostgres, async () => {
     own.program.remove();
-    const lock = await holdSearchWords(own.db.url as string);
+    const lock = await hold(own.db.url as string, 'search_word');
     try {
-      running = await startProgram({ DATABASE_URL: own.db.url as string, WEB_CONCURRENCY: '2' });
+      // The first worker serves with its index unread; the second waits for its index to take connections.
+      running = await startProgram({ DATABASE_URL: own.db.url as string, WEB_CONCURRENCY: '2' }, { serving: 1 });
       const origin = running.origin;
       for (const [path, status] of [['/healthz', 200], ['/readyz', 200], ['/person/max-muster.json', 200], ['/personen.json', 200]] as const) {
         assert.equal((await rawRequest(origin, path)).status, status, path);
@@ -75,7 +102,7 @@ describe('while the workers read their search index', () => {
 
   test('in a reload, a new worker takes no connection before its index is read: no search sees a 503', onPostgres, async () => {
     const program = running as Program;
-    const lock = await holdSearchWords(own.db.url as string);
+    const lock = await hold(own.db.url as string, 'search_word');
     try {
       const workers = (program.output().match(/worker \d+ listening/g) ?? []).length;
       program.child.kill('SIGUSR2');
