@@ -28,7 +28,7 @@ before(async () => {
     { pattern: '^/intern$', substitution: '-', flags: ['F'] },
   );
   writeFileSync(path.join(rulesDir, 'rules.json'), JSON.stringify(rules));
-  server = await startTestServer({ TRUSTED_PROXIES: 'loopback', REWRITE_RULES: path.join(rulesDir, 'rules.json') });
+  server = await startTestServer({ TRUSTED_PROXIES: 'loopback', REWRITE_RULES: path.join(rulesDir, 'rules.json'), ALLOWED_HOSTS: 'localhost,127.0.0.1,localhost:8443' });
   direct = await startTestServer({}, { db: { db: server.db, url: null, drop: async () => {} } });
 });
 after(async () => {
@@ -97,6 +97,9 @@ describe('the client a trusted proxy names', () => {
     assert.equal(JSON.parse(allowed.body).image, 'http://localhost:8443/img/max-muster.svg');
     const forged = await rawRequest(server.origin, '/person/max-muster.json', { headers: { host: '127.0.0.1', 'x-forwarded-host': 'evil.example' } });
     assert.equal(forged.status, 400);
+    // The proxy's port must be named: another one is no origin of this site.
+    const port = await rawRequest(server.origin, '/person/max-muster.json', { headers: { host: '127.0.0.1', 'x-forwarded-host': 'localhost:8444' } });
+    assert.equal(port.status, 400);
   });
 
   test('from a peer that is not trusted, forwarding headers change nothing and forge no address', async () => {

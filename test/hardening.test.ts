@@ -68,10 +68,37 @@ describe('the port of an allowed Host', () => {
     });
   }
 
-  test('a port from 1 to 65535 builds the links', async () => {
-    const res = await rawRequest(server.origin, '/person/max-muster.json', { headers: { host: 'localhost:65535' } });
-    assert.equal(res.status, 200);
-    assert.match(JSON.parse(res.body).werk[0].url, /^http:\/\/localhost:65535\/werk\/\d+$/);
+  const linkOf = async (host: string, origin = server.origin) => {
+    const res = await rawRequest(origin, '/person/max-muster.json', { headers: { host } });
+    assert.equal(res.status, 200, `${host}: ${res.body}`);
+    return JSON.parse(res.body).werk[0].url as string;
+  };
+
+  test('the port the server listens on and the default port build the links, each written one way', async () => {
+    const port = new URL(server.origin).port;
+    for (const host of [`localhost:${port}`, `LOCALHOST:${port}`]) assert.match(await linkOf(host), new RegExp(`^http://localhost:${port}/werk/\\d+$`), host);
+    for (const host of ['localhost', 'localhost:80', 'localhost:080', 'localhost:00080']) assert.match(await linkOf(host), /^http:\/\/localhost\/werk\/\d+$/, host);
+  });
+
+  test('any other port is 400: varying it makes no new origin, and so no new kept document', async () => {
+    for (const host of ['localhost:65535', 'localhost:81', '127.0.0.1:443', 'localhost:1']) {
+      const res = await rawRequest(server.origin, '/personen.json', { headers: { host } });
+      assert.equal(res.status, 400, host);
+      const name = host.split(':')[0] as string;
+      assert.equal(JSON.parse(res.body).detail, `The host ${host} is not served here: ${name} is served at port 80 and at the port this server listens on; add ${host} to ALLOWED_HOSTS or set BASE_URL.`);
+      assert.doesNotMatch(res.body, /https?:\/\//);
+    }
+  });
+
+  test('a port ALLOWED_HOSTS names with the host is served for that host', async () => {
+    const named = await startTestServer({ NODE_ENV: 'production', ALLOWED_HOSTS: 'localhost,localhost:8443' }, { db: { db: server.db, url: null, drop: async () => {} } });
+    try {
+      assert.match(await linkOf('localhost:8443', named.origin), /^http:\/\/localhost:8443\/werk\/\d+$/);
+      assert.equal((await rawRequest(named.origin, '/personen.json', { headers: { host: 'localhost:8444' } })).status, 400);
+      assert.equal((await rawRequest(named.origin, '/personen.json', { headers: { host: '127.0.0.1:8443' } })).status, 400);
+    } finally {
+      await named.close();
+    }
   });
 });
 

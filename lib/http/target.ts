@@ -85,18 +85,33 @@ export function basePathOf(config: Config): string {
   return baseOf(config)?.path ?? '';
 }
 
-/** The origin of the Host asked for (a trusted proxy's X-Forwarded-Host first), when it is one we serve. */
+// A host name or an IPv6 address in brackets, and the port, if any.
+const hostPattern = /^([a-z0-9.-]+|\[[0-9a-f:.]+\])(?::([0-9]{1,5}))?$/;
+
+/**
+ * The origin of the Host asked for (a trusted proxy's X-Forwarded-Host first), when it is one we
+ * serve. A name of ALLOWED_HOSTS is served at its scheme's default port and at the port the
+ * request came in on; another port is served only when ALLOWED_HOSTS names it with the name
+ * (localhost:8443). The origin is written one way (no default port, no leading zeros), so that
+ * a client cannot make new origins, and with them new kept documents (lib/scripts/run.ts), by
+ * varying the Host (docs/operations.md, Configuration).
+ */
 function originOf(ex: Exchange, config: Config): string {
   const host = (ex.client.host ?? ex.req.headers.host ?? 'localhost').toLowerCase();
-  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0] ?? '';
-  if (!config.allowedHosts.includes(host) && !config.allowedHosts.includes(name)) {
+  const parts = hostPattern.exec(host);
+  const name = parts?.[1] ?? host;
+  const port = parts?.[2] === undefined ? null : Number(parts[2]);
+  if (!parts || (!config.allowedHosts.includes(name) && !config.allowedHosts.includes(`${name}:${port}`))) {
     throw new HttpError(400, `The host ${host.slice(0, 100)} is not served here; add it to ALLOWED_HOSTS or set BASE_URL.`);
   }
-  const port = /^(?:[a-z0-9.-]+|\[[0-9a-f:.]+\])(?::([0-9]{1,5}))?$/.exec(host);
-  if (!port) throw new HttpError(400, 'The Host header is malformed.');
-  if (port[1] !== undefined && (Number(port[1]) < 1 || Number(port[1]) > 65535)) {
-    throw new HttpError(400, `The Host header names port ${port[1]}, which no server listens on; use a port from 1 to 65535.`);
+  const scheme = ex.client.https ? 'https' : 'http';
+  const standard = scheme === 'https' ? 443 : 80;
+  if (port === null || port === standard) return `${scheme}://${name}`;
+  if (port < 1 || port > 65535) {
+    throw new HttpError(400, `The Host header names port ${parts[2]}, which no server listens on; use a port from 1 to 65535.`);
   }
-  return `${ex.client.https ? 'https' : 'http'}://${host}`;
+  if (port !== ex.req.socket.localPort && !config.allowedHosts.includes(`${name}:${port}`)) {
+    throw new HttpError(400, `The host ${host} is not served here: ${name} is served at port ${standard} and at the port this server listens on; add ${name}:${port} to ALLOWED_HOSTS or set BASE_URL.`);
+  }
+  return `${scheme}://${name}:${port}`;
 }
-

@@ -16,7 +16,7 @@ import { backend, missingTool, openTestDb } from '../helpers.ts';
 import type { Program } from '../program.ts';
 import { startProgram } from '../program.ts';
 import type { Front } from './front.ts';
-import { makeCertificate, proxyAddress, startNginx } from './front.ts';
+import { freePort, makeCertificate, proxyAddress, startNginx } from './front.ts';
 
 const skip = backend !== 'postgres' ? 'two instances on one database need PostgreSQL; run with DATABASE_URL' : missingTool('/usr/sbin/nginx', 'nginx');
 
@@ -26,6 +26,8 @@ let ca: string;
 let db: TestDb;
 const instances: Program[] = [];
 const fronts: Front[] = [];
+/** The TLS ports of the two nginx fronts, chosen before the instances start. */
+const nginxPorts: number[] = [];
 
 before(async () => {
   if (skip) return;
@@ -33,7 +35,10 @@ before(async () => {
   tls = makeCertificate(dir);
   ca = readFileSync(tls.cert, 'utf8');
   db = await openTestDb();
-  for (let i = 0; i < 2; i++) instances.push(await startProgram({ DATABASE_URL: db.url as string, WEB_CONCURRENCY: '2', TRUSTED_PROXIES: proxyAddress }));
+  nginxPorts.push(await freePort(), await freePort());
+  // The Host nginx passes on names its own port, which the instances serve only when it is allowed.
+  const allowed = ['localhost', '127.0.0.1', ...nginxPorts.map((port) => `localhost:${port}`)].join(',');
+  for (let i = 0; i < 2; i++) instances.push(await startProgram({ DATABASE_URL: db.url as string, WEB_CONCURRENCY: '2', TRUSTED_PROXIES: proxyAddress, ALLOWED_HOSTS: allowed }));
 });
 
 after(async () => {
@@ -108,7 +113,7 @@ const words = ['muster', 'meer', 'haus', 'deich', 'nebel'];
 describe('the shipped nginx site in front of two instances', { skip }, () => {
   test('hostile search URLs cost nobody else an answer, and every header block stays under 4 KB', async (t) => {
     const [a, b] = instances as [Program, Program];
-    const nginx = await startNginx(mkdtempSync(path.join(dir, 'kit-')), tls, [Number(new URL(a.origin).port), Number(new URL(b.origin).port)]);
+    const nginx = await startNginx(mkdtempSync(path.join(dir, 'kit-')), tls, nginxPorts[0] as number, [Number(new URL(a.origin).port), Number(new URL(b.origin).port)]);
     fronts.push(nginx);
     // Searches whose header blocks were up to 31 KB, and a redirect to an address of 8 KB.
     const hostile = [searchOf('haus') + facets(3), searchOf('haus') + facets(4), searchOf('haus') + facets(10), `/personen/?x=${'a'.repeat(7900)}`];
@@ -126,7 +131,7 @@ describe('the shipped nginx site in front of two instances', { skip }, () => {
   test('an answer nginx cannot read fails that request only, not the instance for everybody', async (t) => {
     const [a, b] = instances as [Program, Program];
     // A buffer of 1.5 KB: a person's or a work's headers fit, a search with long facet values' do not.
-    const nginx = await startNginx(mkdtempSync(path.join(dir, 'small-buffer-')), tls, [Number(new URL(a.origin).port), Number(new URL(b.origin).port)],
+    const nginx = await startNginx(mkdtempSync(path.join(dir, 'small-buffer-')), tls, nginxPorts[1] as number, [Number(new URL(a.origin).port), Number(new URL(b.origin).port)],
       [['proxy_read_timeout 60s;', 'proxy_read_timeout 60s;\n        proxy_buffer_size 1536;']]);
     fronts.push(nginx);
     const reads = () => pick([`/person/${1 + Math.floor(Math.random() * 14)}`, `/werk/${1 + Math.floor(Math.random() * 70)}.json`]);

@@ -60,11 +60,11 @@ export interface Front {
 }
 
 /**
- * deploy/nginx/portfolio.conf on loopback ports, in front of the given instance ports; changes
- * are further edits of the site a test makes (each must apply, as edit() checks).
+ * deploy/nginx/portfolio.conf on loopback ports (TLS on port), in front of the given instance
+ * ports; changes are further edits of the site a test makes (each must apply, as edit() checks).
  */
-export async function startNginx(dir: string, tls: { cert: string; key: string }, upstreams: [number, number], changes: [string | RegExp, string][] = []): Promise<Front> {
-  const [port, plain] = [await freePort(), await freePort()];
+export async function startNginx(dir: string, tls: { cert: string; key: string }, port: number, upstreams: [number, number], changes: [string | RegExp, string][] = []): Promise<Front> {
+  const plain = await freePort();
   const site = edit(readFileSync(path.join(root, 'deploy/nginx/portfolio.conf'), 'utf8'), [
     ['server 127.0.0.1:8081 ', `server 127.0.0.1:${upstreams[0]} `],
     ['server 127.0.0.1:8082 ', `server 127.0.0.1:${upstreams[1]} `],
@@ -98,9 +98,9 @@ http {
   return started(child, port, () => readFile(path.join(dir, 'nginx-access.log')) + readFile(path.join(dir, 'nginx-error.log')));
 }
 
-/** deploy/haproxy/haproxy.cfg on loopback ports, in front of the given instance ports. */
-export async function startHaproxy(dir: string, tls: { pem: string }, upstreams: [number, number]): Promise<Front> {
-  const [port, plain] = [await freePort(), await freePort()];
+/** deploy/haproxy/haproxy.cfg on loopback ports (TLS on port), in front of the given instance ports. */
+export async function startHaproxy(dir: string, tls: { pem: string }, port: number, upstreams: [number, number]): Promise<Front> {
+  const plain = await freePort();
   const config = edit(readFileSync(path.join(root, 'deploy/haproxy/haproxy.cfg'), 'utf8'), [
     ['bind :80\n', `bind 127.0.0.1:${plain}\n`],
     ['bind :443 ssl crt /etc/haproxy/certs/example.org.pem', `bind 127.0.0.1:${port} ssl crt ${tls.pem}`],

@@ -17,7 +17,7 @@ import { logInAs } from '../login-helpers.ts';
 import type { Program } from '../program.ts';
 import { startProgram } from '../program.ts';
 import type { Front, Outcome } from './front.ts';
-import { driveTraffic, makeCertificate, percentile, proxyAddress, startHaproxy, startNginx, unexpected } from './front.ts';
+import { driveTraffic, freePort, makeCertificate, percentile, proxyAddress, startHaproxy, startNginx, unexpected } from './front.ts';
 
 const skip = backend !== 'postgres'
   ? 'two instances on one database need PostgreSQL; run with DATABASE_URL'
@@ -30,8 +30,12 @@ let db: TestDb;
 const instances: Program[] = [];
 const fronts: Front[] = [];
 
+// The fronts' TLS ports, chosen first: the browser's Host names them, and the instances serve them.
+const frontPorts = { nginx: 0, haproxy: 0 };
+
 const startInstance = async () => {
-  const program = await startProgram({ DATABASE_URL: db.url as string, WEB_CONCURRENCY: '2', TRUSTED_PROXIES: proxyAddress });
+  const allowed = `localhost,127.0.0.1,localhost:${frontPorts.nginx},localhost:${frontPorts.haproxy}`;
+  const program = await startProgram({ DATABASE_URL: db.url as string, WEB_CONCURRENCY: '2', TRUSTED_PROXIES: proxyAddress, ALLOWED_HOSTS: allowed });
   instances.push(program);
   return program;
 };
@@ -42,6 +46,8 @@ before(async () => {
   if (skip) return;
   dir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-topology-'));
   tls = makeCertificate(dir);
+  frontPorts.nginx = await freePort();
+  frontPorts.haproxy = await freePort();
   db = await openTestDb();
   await startInstance();
   await startInstance();
@@ -67,7 +73,7 @@ describe('two instances on one PostgreSQL', { skip }, () => {
 describe('behind nginx with TLS', { skip }, () => {
   test(`${loadMs / 1000} s of mixed traffic: no failure, the claimed address in every log line, a reload that fails nothing, a stop nginx retries`, async (t) => {
     const [a, b] = instances as [Program, Program];
-    const nginx = await startNginx(dir, tls, [portOf(a), portOf(b)]);
+    const nginx = await startNginx(dir, tls, frontPorts.nginx, [portOf(a), portOf(b)]);
     fronts.push(nginx);
     const begun = performance.now();
     const events = { reloadAt: 0, reloadedAt: 0, stopAt: 0, stoppedAt: 0 };
@@ -102,7 +108,7 @@ describe('behind HAProxy with TLS and /readyz checks', { skip }, () => {
   test('mixed traffic while one instance stops: every request retried elsewhere, the claimed address in every log line', async (t) => {
     const [a] = instances as [Program];
     const c = await startInstance();
-    const haproxy = await startHaproxy(dir, tls, [portOf(a), portOf(c)]);
+    const haproxy = await startHaproxy(dir, tls, frontPorts.haproxy, [portOf(a), portOf(c)]);
     fronts.push(haproxy);
     const seconds = Math.max(10, loadMs / 4000);
     const begun = performance.now();
