@@ -18,24 +18,45 @@ export interface PersonList {
 
 const pageSize = 50;
 
+/** Where a page begins: its first person's place in the list order. */
+interface PageStart {
+  nachname: string;
+  vorname: string;
+  id: number;
+}
+
 // Each page depends on its offset and the data alone: kept rendered until persons or works change.
 export const cacheable = true;
 
 export async function GET({ query, db, remember }: ScriptRequest): Promise<Document<PersonList>> {
   const offset = readNonNegativeInteger(query, 'offset', 0);
 
-  const [[count], rows] = await Promise.all([
+  // The first person of every page, remembered until the data changes: a page is read from its
+  // first person on (a keyset), not counted out from the start of the list, so a deep page costs
+  // what the first does (docs/interface.md, Person list).
+  const [[count], starts] = await Promise.all([
     remember('personen:total', () => db.query<{ total: number }>('SELECT count(*)::int AS total FROM person')),
-    db.query<PersonList['personen'][number]>(
-      `SELECT p.slug, p.vorname, p.nachname, p.image,
-              (SELECT count(*)::int FROM werk w WHERE w.person_id = p.id) AS werke
-         FROM person p
-        ORDER BY p.nachname, p.vorname, p.id
-        LIMIT $1 OFFSET $2`,
-      [pageSize, offset],
-      { name: 'personen-page' },
-    ),
+    remember('personen:starts', () => db.query<PageStart>(
+      `SELECT nachname, vorname, id
+         FROM (SELECT nachname, vorname, id, row_number() OVER (ORDER BY nachname, vorname, id) AS n FROM person) AS ranked
+        WHERE n % $1 = 1
+        ORDER BY n`,
+      [pageSize],
+    )),
   ]);
+  const start = starts[Math.floor(offset / pageSize)];
+  // Works are counted for the page's persons only, once the page is taken.
+  const rows = start === undefined ? [] : await db.query<PersonList['personen'][number]>(
+    `SELECT p.slug, p.vorname, p.nachname, p.image,
+            (SELECT count(*)::int FROM werk w WHERE w.person_id = p.id) AS werke
+       FROM (SELECT id, slug, vorname, nachname, image FROM person
+              WHERE (nachname, vorname, id) >= ($1, $2, $3)
+              ORDER BY nachname, vorname, id
+              LIMIT $4 OFFSET $5) AS p
+      ORDER BY p.nachname, p.vorname, p.id`,
+    [start.nachname, start.vorname, start.id, pageSize, offset % pageSize],
+    { name: 'personen-page' },
+  );
   const total = count?.total ?? 0;
 
   return {

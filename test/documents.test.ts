@@ -1,9 +1,13 @@
 // The start page, the person list and the work: their shapes in all three
-// representations, their links, and paging with totals.
+// representations, their links, and paging with totals; a deep page of the list costs what the first does.
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { TestServer } from './helpers.ts';
-import { readJson, startTestServer } from './helpers.ts';
+import { generateData } from '../bin/lib/generate.ts';
+import type { Db } from '../lib/db/index.ts';
+import { migrate } from '../lib/db/index.ts';
+import type { TestDb, TestServer } from './helpers.ts';
+import { openTestDb, readJson, root, startTestServer } from './helpers.ts';
 
 let server: TestServer;
 
@@ -104,6 +108,77 @@ describe('the person list', () => {
     assert.equal((await fetch(`${server.origin}/personen?offset=-5`)).status, 400);
   });
 });
+
+describe('a page of the person list, however deep', () => {
+  // 400 persons with 3 works each; a name given twice and once three times, so that pages also
+  // begin between persons of one name. Not production: each request runs the script.
+  let deep: TestServer;
+  let testDb: TestDb;
+  const statements: { sql: string; params: readonly unknown[] }[] = [];
+  before(async () => {
+    testDb = await openTestDb();
+    await migrate(testDb.db, path.join(root, 'sql'));
+    await generateData(testDb.db, { persons: 400, works: 3, seed: 11, replace: true });
+    await testDb.db.query(`UPDATE person SET nachname = 'Gleich', vorname = 'Anna' WHERE id IN (SELECT id FROM person ORDER BY nachname, vorname, id OFFSET 48 LIMIT 3)`);
+    await testDb.db.query(`UPDATE person SET nachname = 'Gleich', vorname = 'Bert' WHERE id IN (SELECT id FROM person ORDER BY nachname, vorname, id OFFSET 98 LIMIT 2)`);
+    const recording: Db = { ...testDb.db, query: (sql, params, options) => {
+      statements.push({ sql, params: params ?? [] });
+      return testDb.db.query(sql, params, options);
+    } };
+    deep = await startTestServer({ DEMO_DATA: '0' }, { db: { ...testDb, db: recording, drop: async () => {} } });
+  });
+  after(async () => {
+    await deep?.close();
+    await testDb?.drop();
+  });
+
+  const page = async (offset: number) => readJson(await fetch(`${deep.origin}/personen.json?offset=${offset}`));
+
+  test('is the list from its offset on, in the order of name and id', async () => {
+    const all = await testDb.db.query<{ slug: string }>('SELECT slug FROM person ORDER BY nachname, vorname, id');
+    for (const offset of [0, 1, 49, 50, 51, 99, 100, 101, 350, 375, 399, 400, 401, 5000]) {
+      const list = await page(offset);
+      const expected = all.slice(offset, offset + 50).map((p) => `${deep.origin}/person/${p.slug}`);
+      assert.deepEqual(list.person.map((p: { url: string }) => p.url), expected, `offset ${offset}`);
+      assert.equal(list.total, 400);
+    }
+  });
+
+  test('reads its own persons and their works only: a deep page costs what the first does', async () => {
+    for (const [offset, persons] of [[0, 50], [200, 50], [350, 50], [375, 25]] as const) {
+      // Once to remember the total and where each page begins, then measured.
+      await page(offset);
+      statements.length = 0;
+      assert.equal((await page(offset)).person.length, persons);
+      const read = await rowsRead(testDb.db, statements, ['person', 'werk']);
+      // A page that does not begin at a multiple of 50 passes over the persons before it on its 50.
+      assert.deepEqual(read, { person: persons + (offset % 50), werk: persons * 3 }, `offset ${offset}`);
+    }
+  });
+});
+
+/** The rows the tables gave to the statements sent, summed over their plans (EXPLAIN ANALYZE, run again). */
+async function rowsRead(db: Db, sent: { sql: string; params: readonly unknown[] }[], tables: string[]): Promise<Record<string, number>> {
+  const read: Record<string, number> = Object.fromEntries(tables.map((table) => [table, 0]));
+  const walk = (node: Plan) => {
+    const table = node['Relation Name'];
+    if (table !== undefined && table in read) read[table] = (read[table] as number) + node['Actual Rows'] * node['Actual Loops'];
+    for (const child of node.Plans ?? []) walk(child);
+  };
+  for (const { sql, params } of sent) {
+    if (!/^\s*SELECT\b/i.test(sql)) continue;
+    const [row] = await db.query<{ 'QUERY PLAN': { Plan: Plan }[] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
+    walk((row?.['QUERY PLAN'][0] as { Plan: Plan }).Plan);
+  }
+  return read;
+}
+
+interface Plan {
+  'Relation Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  Plans?: Plan[];
+}
 
 describe('the start page', () => {
   test('JSON counts persons and works and links the list, the search and the newest works', async () => {
