@@ -45,34 +45,43 @@ export class DataVersion {
   }
 }
 
-/** Results by key, each valid for the data version it was computed at, least used dropped first. */
+/**
+ * Results by key, each valid for the data version it was computed at, least used dropped first
+ * once their weights pass the limit: by default each weighs 1 and the limit is a count; kept
+ * documents weigh their bytes (lib/scripts/run.ts).
+ */
 export class ResultCache {
   private readonly limit: number;
+  private readonly weigh: (value: never) => number;
   private version = -1n;
+  private weight = 0;
   // A Map keeps insertion order: re-inserting on a hit makes the oldest entry the least used.
-  private readonly entries = new Map<string, unknown>();
+  private readonly entries = new Map<string, { value: unknown; weight: number }>();
   // Requests that arrive while a result is being computed wait for that computation
   // instead of starting their own: sixty-four clients asking for one new term run it once.
   private readonly pending = new Map<string, Promise<unknown>>();
 
-  constructor(options: { limit?: number } = {}) {
+  constructor(options: { limit?: number; weigh?: (value: never) => number } = {}) {
     this.limit = options.limit ?? 2000;
+    this.weigh = options.weigh ?? (() => 1);
   }
 
   /**
    * The result for key at this version: remembered, or compute()d and remembered. A result
-   * that keep() refuses goes to the requests waiting for it but is not remembered.
+   * that keep() refuses, or that alone weighs more than the limit, goes to the requests waiting
+   * for it but is not remembered.
    */
   async get<T>(version: bigint, key: string, compute: () => Promise<T>, keep: (value: T) => boolean = () => true): Promise<T> {
     if (version > this.version) {
       this.entries.clear();
+      this.weight = 0;
       this.version = version;
     }
-    if (version === this.version && this.entries.has(key)) {
-      const value = this.entries.get(key) as T;
+    const entry = version === this.version ? this.entries.get(key) : undefined;
+    if (entry) {
       this.entries.delete(key);
-      this.entries.set(key, value);
-      return value;
+      this.entries.set(key, entry);
+      return entry.value as T;
     }
     const flight = `${version}\u0000${key}`;
     const running = this.pending.get(flight);
@@ -80,13 +89,23 @@ export class ResultCache {
     const computing = compute().then((value) => {
       // Computed while the data moved on (or for a request that read an older version):
       // still right for its requests, not worth keeping.
-      if (version === this.version && keep(value)) {
-        this.entries.set(key, value);
-        if (this.entries.size > this.limit) this.entries.delete(this.entries.keys().next().value as string);
-      }
+      if (version === this.version && keep(value)) this.remember(key, value);
       return value;
     }).finally(() => this.pending.delete(flight));
     this.pending.set(flight, computing);
     return computing;
+  }
+
+  private remember(key: string, value: unknown): void {
+    const weight = this.weigh(value as never);
+    if (weight > this.limit) return;
+    this.weight += weight - (this.entries.get(key)?.weight ?? 0);
+    this.entries.delete(key);
+    this.entries.set(key, { value, weight });
+    for (const [oldest, { weight }] of this.entries) {
+      if (this.weight <= this.limit) break;
+      this.entries.delete(oldest);
+      this.weight -= weight;
+    }
   }
 }

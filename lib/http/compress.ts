@@ -66,3 +66,15 @@ const gzipAsync = promisify(gzip);
 export function compressAsync(body: Buffer, encoding: Encoding): Promise<Buffer> {
   return (encoding === 'br' ? brotliAsync(body, brotliOptions) : gzipAsync(body, gzipOptions)).then(exact);
 }
+
+/** From this size a document is compressed in the thread pool: a sitemap part, not a page. */
+const poolBytes = 256 * 1024;
+
+/**
+ * A document's body compressed: on the calling thread when it is a page of a few KB, in the
+ * thread pool when it is large, where a sitemap part's tens of milliseconds would hold up every
+ * other request (docs/performance.md, The sitemap).
+ */
+export function compressBody(body: Buffer, encoding: Encoding): Buffer | Promise<Buffer> {
+  return body.length < poolBytes ? compressSync(body, encoding) : compressAsync(body, encoding);
+}

@@ -27,7 +27,7 @@ export { rawUploadTypes, readUpload } from './upload.ts';
 export type { Mount } from './static.ts';
 export { picturesPath, StaticFiles } from './static.ts';
 export type { Encoding } from './compress.ts';
-export { chooseEncoding, compressSync, encodedEtag, isCompressible, minCompressBytes } from './compress.ts';
+export { chooseEncoding, compressBody, compressSync, encodedEtag, isCompressible, minCompressBytes } from './compress.ts';
 export type { Target } from './target.ts';
 export { basePathOf, locate, readTarget } from './target.ts';
 export type { Client, Trust } from './client.ts';

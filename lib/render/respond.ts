@@ -1,9 +1,10 @@
 // Sends what a script produced: a redirect, 204, or its rendered document with the headers a
 // representation carries (type, ETag, caching, links to the canonical URL, the alternates and
-// the neighbouring pages, Vary when negotiated) and 304 for a matching If-None-Match.
+// the neighbouring pages, Vary when negotiated), compressed when the client accepts it, and 304
+// for a matching If-None-Match.
 import type { Alternate, Encoding, Exchange, Format, LinkRelation, Target } from '../http/index.ts';
 import {
-  chooseEncoding, compressSync, encodedEtag, linkHeader, locate, locationHeader, matchesEtag, mediaTypes, minCompressBytes, NoContent, notModifiedHeaders,
+  chooseEncoding, compressBody, encodedEtag, linkHeader, locate, locationHeader, matchesEtag, mediaTypes, minCompressBytes, NoContent, notModifiedHeaders,
   Redirect, sendBody, sendEmpty, sendStream, Streamed,
 } from '../http/index.ts';
 import type { Document } from '../page/index.ts';
@@ -12,15 +13,16 @@ import type { Document } from '../page/index.ts';
 export type Produced = Redirect | NoContent | Streamed | Rendered;
 
 interface Rendered {
+  /** The script's document, without its data once rendered. */
   doc: Document;
   alternates: Alternate[];
   body: Buffer;
   etag: string;
   /**
-   * The body compressed, made on the first request that asks for an encoding; a kept document
-   * (lib/scripts/run.ts) keeps them too, so it is compressed once per encoding, not per request.
+   * The body compressed, for a kept document (lib/scripts/run.ts): made once per encoding and kept
+   * beside it. Without it the body is compressed here, for each request that asks.
    */
-  encoded?: Partial<Record<Encoding, { body: Buffer; etag: string }>>;
+  compressed?: (encoding: Encoding) => Promise<Buffer>;
 }
 
 interface Answer {
@@ -46,17 +48,20 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
   }
   if (produced instanceof NoContent) return sendEmpty(ex, 204, { 'cache-control': 'no-store' });
   if (produced instanceof Streamed) return sendStream(ex, produced.status, { 'content-type': produced.type, 'cache-control': publicCacheControl }, produced.chunks());
-  const { doc, alternates } = produced;
-  const { body, etag, encoding } = encodedFor(ex, produced, !answer.personal && !doc.private);
+  const { doc } = produced;
+  // Documents are HTML, XML and JSON: text, worth compressing from 1 KB.
+  const compressible = produced.body.length >= minCompressBytes;
+  const encoding = compressible ? chooseEncoding(ex.req.headers['accept-encoding']) : null;
   const headers: Record<string, string> = {
     'content-type': answer.type ?? mediaTypes[format],
-    etag,
+    // Each encoding is a representation of its own, with its own ETag.
+    etag: encoding ? encodedEtag(produced.etag, encoding) : produced.etag,
     'cache-control': doc.private ? privateCacheControl : publicCacheControl,
   };
   // The canonical URL first, then the alternates, then the pages, as many as fit (all but on a long search).
-  const link = linkHeader([{ href: target.link(doc.path), rel: 'canonical' }, ...alternates.map((a) => ({ href: a.href, rel: 'alternate', type: a.type })), ...pageRelations(doc, target)]);
+  const link = linkHeader([{ href: target.link(doc.path), rel: 'canonical' }, ...produced.alternates.map((a) => ({ href: a.href, rel: 'alternate', type: a.type })), ...pageRelations(doc, target)]);
   if (link) headers.link = link;
-  const vary = [...(target.suffix === null && !answer.type ? ['Accept'] : []), ...(produced.body.length >= minCompressBytes ? ['Accept-Encoding'] : [])];
+  const vary = [...(target.suffix === null && !answer.type ? ['Accept'] : []), ...(compressible ? ['Accept-Encoding'] : [])];
   if (vary.length > 0) headers.vary = varyWith(vary, ex.res.getHeader('vary'));
   if (encoding) headers['content-encoding'] = encoding;
   if (doc.location) headers.location = locationHeader(target.link(doc.location));
@@ -64,17 +69,22 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
   if (answer.personal) {
     headers['cache-control'] = privateCacheControl;
     delete headers.etag;
-  } else if ((method === 'GET' || method === 'HEAD') && matchesEtag(ex.req.headers['if-none-match'], etag)) {
+  } else if ((method === 'GET' || method === 'HEAD') && matchesEtag(ex.req.headers['if-none-match'], headers.etag as string)) {
+    // Known by its ETag: nothing is compressed for a 304.
     return sendEmpty(ex, 304, notModifiedHeaders(headers));
   }
-  sendBody(ex, doc.status ?? 200, headers, body);
+  const status = doc.status ?? 200;
+  if (!encoding) return sendBody(ex, status, headers, produced.body);
+  const body = produced.compressed ? produced.compressed(encoding) : compressedFor(produced, encoding, !answer.personal && !doc.private);
+  if (body instanceof Promise) return body.then((bytes) => sendBody(ex, status, headers, bytes));
+  sendBody(ex, status, headers, body);
 }
 
 /**
  * A list page's neighbouring, first and last pages (RFC 8288), in the representation the address
  * named; next first, as a harvester walks the list by it.
  */
-function pageRelations(doc: Rendered['doc'], target: Target): LinkRelation[] {
+function pageRelations(doc: Document, target: Target): LinkRelation[] {
   const pages = doc.pages;
   if (!pages) return [];
   const relations: [string, string | null][] = [['next', pages.next], ['prev', pages.previous], ['first', pages.first], ['last', pages.last]];
@@ -88,33 +98,26 @@ function varyWith(names: string[], current: number | string | string[] | undefin
 }
 
 /**
- * The body in the encoding the client accepts (brotli, else gzip), with its own ETag, or as it is
- * for a body under 1 KB or a client that accepts neither. Documents are HTML, XML and JSON: text.
- * A public document that is not kept (a person page) finds its compressed bytes by its ETag, a
- * hash of the body, as long as it is among the recently compressed.
+ * A document that is not kept (a person page) compressed: a public one finds its compressed
+ * bytes by its ETag, a hash of the body, as long as it is among the recently compressed.
  */
-function encodedFor(ex: Exchange, rendered: Rendered, shared: boolean): { body: Buffer; etag: string; encoding: Encoding | null } {
-  const encoding = rendered.body.length >= minCompressBytes ? chooseEncoding(ex.req.headers['accept-encoding']) : null;
-  if (!encoding) return { body: rendered.body, etag: rendered.etag, encoding: null };
-  rendered.encoded ??= {};
-  const encoded = (rendered.encoded[encoding] ??= (shared ? recent.get(rendered.etag, encoding) : undefined) ?? compress(rendered, encoding, shared));
-  return { ...encoded, encoding };
-}
-
-function compress(rendered: Rendered, encoding: Encoding, shared: boolean): { body: Buffer; etag: string } {
-  const encoded = { body: compressSync(rendered.body, encoding), etag: encodedEtag(rendered.etag, encoding) };
-  if (shared) recent.set(rendered.etag, encoding, encoded);
-  return encoded;
+function compressedFor(rendered: Rendered, encoding: Encoding, shared: boolean): Buffer | Promise<Buffer> {
+  const found = shared ? recent.get(rendered.etag, encoding) : undefined;
+  if (found) return found;
+  const made = compressBody(rendered.body, encoding);
+  if (!shared) return made;
+  if (made instanceof Promise) return made.then((bytes) => recent.set(rendered.etag, encoding, bytes));
+  return recent.set(rendered.etag, encoding, made);
 }
 
 /** Compressed bodies by the identity's ETag and encoding, the least recently used dropped first beyond 16 MB. */
 class RecentlyCompressed {
-  private readonly entries = new Map<string, { body: Buffer; etag: string }>();
+  private readonly entries = new Map<string, Buffer>();
   private bytes = 0;
 
   constructor(private readonly limit: number) {}
 
-  get(etag: string, encoding: Encoding): { body: Buffer; etag: string } | undefined {
+  get(etag: string, encoding: Encoding): Buffer | undefined {
     const key = `${etag}${encoding}`;
     const entry = this.entries.get(key);
     if (entry) {
@@ -124,15 +127,17 @@ class RecentlyCompressed {
     return entry;
   }
 
-  set(etag: string, encoding: Encoding, entry: { body: Buffer; etag: string }): void {
+  /** Keeps body and gives it back. */
+  set(etag: string, encoding: Encoding, body: Buffer): Buffer {
     const key = `${etag}${encoding}`;
-    this.bytes += entry.body.length - (this.entries.get(key)?.body.length ?? 0);
-    this.entries.set(key, entry);
+    this.bytes += body.length - (this.entries.get(key)?.length ?? 0);
+    this.entries.set(key, body);
     for (const [key, oldest] of this.entries) {
       if (this.bytes <= this.limit) break;
       this.entries.delete(key);
-      this.bytes -= oldest.body.length;
+      this.bytes -= oldest.length;
     }
+    return body;
   }
 }
 

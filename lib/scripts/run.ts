@@ -8,8 +8,8 @@ import type { Config } from '../config.ts';
 import { projectRoot } from '../config.ts';
 import type { Db, ReadRoute, Replicas } from '../db/index.ts';
 import { DataVersion, failsOnReplica, ResultCache, unknownPosition } from '../db/index.ts';
-import type { BodyReader, Exchange, Format, Target } from '../http/index.ts';
-import { alternatesOf, etagOf, NoContent, readQuery, readUpload, Redirect, Streamed } from '../http/index.ts';
+import type { BodyReader, Encoding, Exchange, Format, Target } from '../http/index.ts';
+import { alternatesOf, compressBody, etagOf, NoContent, readQuery, readUpload, Redirect, Streamed } from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
 import type { Outcome, PictureOptions, ScriptModule, ScriptRequest } from '../page/index.ts';
 import { PictureQueue } from '../page/index.ts';
@@ -168,21 +168,31 @@ export class ScriptRunner {
           stylesheet: outcome.stylesheet ?? 'css/site.css', warnings: config.displayErrors ? warnings : [], user: ex.viewer,
         },
       });
-      // Encoded once: the ETag, Content-Length and the socket share the bytes.
+      // Encoded once: the ETag, Content-Length and the socket share the bytes. The data is not
+      // needed once rendered, and a kept document would hold it.
       const body = Buffer.from(text);
-      return { doc: outcome, alternates, body, etag: etagOf(body) };
+      return { doc: { ...outcome, data: null }, alternates, body, etag: etagOf(body) };
     };
     if (!cacheable) return produce();
+    // The origin is one of a few (lib/http/target.ts): a Host cannot make new keys.
     const key = `${name}\u0000${format}\u0000${target.link('')}\u0000${run.query}`;
     const at = await currentVersion();
     if (at === null) return produce();
-    return this.keptOn(server()).documents.get(at, key, produce, (p) => 'body' in p && warnings.length === 0 && keep());
+    const documents = this.keptOn(server()).documents;
+    const keepable = () => warnings.length === 0 && keep();
+    const produced = await documents.get(at, key, produce, (p) => 'body' in p && keepable());
+    if (!('body' in produced)) return produced;
+    // Its compressed bytes are kept beside it, once per encoding, within the same budget.
+    const compressed = (encoding: Encoding) => documents.get(at, `${key}\u0000${encoding}`, async () => compressBody(produced.body, encoding), keepable);
+    return { ...produced, compressed };
   }
 
   private keptOn(server: Db): Kept {
     let kept = this.kept.get(server);
-    // Search pages run 3 to 10 KB, so 500 rendered documents stay within a few MB.
-    if (!kept) this.kept.set(server, (kept = { version: new DataVersion(server), results: new ResultCache(), documents: new ResultCache({ limit: 500 }) }));
+    if (!kept) {
+      kept = { version: new DataVersion(server), results: new ResultCache(), documents: new ResultCache({ limit: keptBytes, weigh: weighKept }) };
+      this.kept.set(server, kept);
+    }
     return kept;
   }
 
@@ -202,6 +212,17 @@ export class ScriptRunner {
     const where = frame ? ` in ${path.relative(projectRoot, frame.file)} on line ${frame.line}` : '';
     this.parts.logs.error(`Warning: ${message}${where}`, { level: 'warn', client: ex.client.label });
   }
+}
+
+/**
+ * The bytes kept documents may hold on each server, with their compressed bytes: a few thousand
+ * pages of 3 to 10 KB (docs/development.md, Remembered results and kept documents).
+ */
+const keptBytes = 16 * 1024 * 1024;
+
+/** A kept document or compressed body weighs its bytes, and 1 KB for its key and the objects around them. */
+function weighKept(value: Produced | Buffer): number {
+  return 1024 + (Buffer.isBuffer(value) ? value.length : 'body' in value ? value.body.length : 0);
 }
 
 function refusingSession(refuse: () => never): ScriptRequest['session'] {
