@@ -4,7 +4,7 @@
 // address must be absolute (sitemaps.org). `*` stands for any text and a line matches the start
 // of a path (RFC 9309), so /*/bearbeiten also leaves out /person/max-muster/bearbeiten.json.
 import type { ScriptRequest } from '../lib/page/index.ts';
-import { Streamed } from '../lib/page/index.ts';
+import { Verbatim } from '../lib/page/index.ts';
 
 const disallowed = [
   // /login, /login.php and /login?back=…; /logout and /logout.php.
@@ -21,13 +21,11 @@ const disallowed = [
 
 /**
  * Text whatever Accept asks: a crawler that asks for text/plain alone was answered 406, as the
- * three representations were offered. The answer is streamed with its own type.
+ * three representations were offered. The answer is text with its own type.
  */
 export const only = { format: 'html', type: 'text/plain; charset=utf-8' } as const;
 
-export async function GET({ link }: ScriptRequest): Promise<Streamed> {
+export async function GET({ link }: ScriptRequest): Promise<Verbatim> {
   const text = ['User-agent: *', ...disallowed.map((path) => `Disallow: ${path}`), '', `Sitemap: ${link('/sitemap.xml')}`, ''].join('\n');
-  return new Streamed('text/plain; charset=utf-8', async function* () {
-    yield text;
-  });
+  return new Verbatim('text/plain; charset=utf-8', text);
 }

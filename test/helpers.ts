@@ -1,6 +1,7 @@
 // Test support: a fresh database per test file on the backend the run asks for
 // (DATABASE_URL set: a new database on that PostgreSQL server; unset: in-memory PGlite),
 // and the application on a real HTTP port on 127.0.0.1.
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -162,6 +163,20 @@ export function missingTool(file: string, packages: string): string | false {
   if (existsSync(file)) return false;
   if (process.env.CI) throw new Error(`${file} is missing, but CI is set: apt-get install -y ${packages}`);
   return `${file} is missing (apt-get install -y ${packages}; .ci/run installs it)`;
+}
+
+/** xmllint --noout --schema <file> - with the document on stdin: its exit code and messages. */
+export function xmllint(schemaFile: string, xml: string): Promise<{ code: number | null; messages: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('xmllint', ['--noout', '--schema', schemaFile, '-'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    let messages = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (messages += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, messages }));
+    // xmllint may stop reading early (a schema that does not compile); its answer says why.
+    child.stdin.on('error', () => {});
+    child.stdin.end(xml);
+  });
 }
 
 /** Debian's Chromium, headless, as every browser test drives it (playwright-core). */

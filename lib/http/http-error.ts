@@ -1,6 +1,6 @@
-// The one error type that ends a request with a status (404, 400, 405 …), and the two answers a
-// script gives instead of a document: a redirect and 204. lib/render/problem.ts turns an
-// HttpError into an HTML page or RFC 9457 problem details.
+// The one error type that ends a request with a status (404, 400, 405 …), and the answers a
+// script gives instead of a document: a redirect, 204, and text of a type of its own.
+// lib/render/problem.ts turns an HttpError into an HTML page or RFC 9457 problem details.
 interface HttpErrorOptions {
   /** Problem type URI (RFC 9457 section 3.1.1); about:blank when the status says it all. */
   type?: string;
@@ -71,10 +71,11 @@ export class NoContent {
 }
 
 /**
- * Returned by a script whose document is too large to hold whole (a sitemap of a million
- * works): sent piece by piece as the chunks come, with no ETag and no Content-Length.
+ * Returned by a script whose answer is text of a media type of its own, not a document in the
+ * three representations (robots.txt, the sitemap): sent as written, with an ETag, compressed,
+ * and kept until the data changes when the script is cacheable, as documents are.
  */
-export class Streamed {
+export class Verbatim {
   readonly status = 200;
-  constructor(readonly type: string, readonly chunks: () => AsyncIterable<string>) {}
+  constructor(readonly type: string, readonly text: string) {}
 }

@@ -9,7 +9,7 @@ export type { PrimaryOptions } from './primary.ts';
 export { runPrimary } from './primary.ts';
 export type { Answer } from './process-model.ts';
 export type { FieldError } from './http-error.ts';
-export { clip, controlCharacters, HttpError, NoContent, Redirect, Streamed } from './http-error.ts';
+export { clip, controlCharacters, HttpError, NoContent, Redirect, Verbatim } from './http-error.ts';
 export type { LinkRelation } from './header-budget.ts';
 export { linkHeader, locationHeader, maxHeaderUrlBytes } from './header-budget.ts';
 export { effectiveMethod, possibleMethods } from './method-override.ts';
@@ -19,7 +19,7 @@ export { alternatesOf, chooseFormat, formats, mediaTypes, negotiateErrorFormat }
 export { createProxy, UpstreamError } from './proxy.ts';
 export { refererPath, refuseCrossSite } from './cross-site.ts';
 export type { Exchange, Viewer } from './respond.ts';
-export { accessEntryOf, clientGone, createExchange, etagOf, matchesEtag, notModifiedHeaders, sendBody, sendEmpty, sendStream } from './respond.ts';
+export { accessEntryOf, clientGone, createExchange, etagOf, matchesEtag, notModifiedHeaders, sendBody, sendEmpty } from './respond.ts';
 export type { ServerLimits } from './server.ts';
 export { createHttpServer, lingerAfterAnswer } from './server.ts';
 export type { Upload, UploadedFile, UploadOptions } from './upload.ts';

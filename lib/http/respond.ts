@@ -89,40 +89,6 @@ export function sendBody(ex: Exchange, status: number, headers: OutgoingHttpHead
 }
 
 /**
- * A body written as its chunks come, waiting whenever the client reads slower than they come; a
- * client that goes away stops the chunks (their iterator is returned, so a database read ends).
- */
-export async function sendStream(ex: Exchange, status: number, headers: OutgoingHttpHeaders, chunks: AsyncIterable<string>): Promise<void> {
-  const { req, res } = ex;
-  res.writeHead(status, withSecurity(headers));
-  if (req.method === 'HEAD') {
-    res.end();
-    return;
-  }
-  let bytes = 0;
-  for await (const chunk of chunks) {
-    if (res.destroyed) break;
-    bytes += Buffer.byteLength(chunk);
-    if (!res.write(chunk)) await drained(res);
-  }
-  ex.bytes = bytes;
-  res.end();
-}
-
-/** Until the response can take more, or is gone. */
-function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
-}
-
-/**
  * Aborts when the client closes the connection before its answer is sent: work done only for
  * that answer can be dropped. (The request's own 'close' comes once its body is read, not then.)
  */
@@ -138,7 +104,6 @@ export function sendEmpty(ex: Exchange, status: number, headers: OutgoingHttpHea
   ex.res.writeHead(status, status === 204 || status === 304 ? all : { ...all, 'content-length': 0 });
   ex.res.end();
 }
-
 
 /** The exchange as the access log writes it, once the response is done. */
 export function accessEntryOf(ex: Exchange): AccessEntry {

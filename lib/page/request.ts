@@ -4,7 +4,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Account, Identity, SessionControl } from '../auth/index.ts';
 import type { Db } from '../db/index.ts';
-import type { Body, BodyType, Format, NoContent, Redirect, Streamed, Upload } from '../http/index.ts';
+import type { Body, BodyType, Format, NoContent, Redirect, Upload, Verbatim } from '../http/index.ts';
 import { clip, HttpError } from '../http/index.ts';
 import type { PictureOptions } from './picture.ts';
 import type { RequestSearch } from '../search/index.ts';
@@ -88,8 +88,8 @@ export interface View {
   toXml?: (data: never, link: LinkFn) => Record<string, unknown>;
 }
 
-/** What a handler answers: a document, a redirect (303 after a form), or 204. */
-export type Outcome = Document | Redirect | NoContent | Streamed;
+/** What a handler answers: a document, a redirect (303 after a form), 204, or text of a type of its own. */
+export type Outcome = Document | Redirect | NoContent | Verbatim;
 
 export type LinkFn = (path: string) => string;
 

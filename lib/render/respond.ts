@@ -1,20 +1,22 @@
-// Sends what a script produced: a redirect, 204, or its rendered document with the headers a
-// representation carries (type, ETag, caching, links to the canonical URL, the alternates and
-// the neighbouring pages, Vary when negotiated), compressed when the client accepts it, and 304
-// for a matching If-None-Match.
+// Sends what a script produced: a redirect, 204, or its rendered document (or text of a type of
+// its own) with the headers a representation carries (type, ETag, caching, links to the canonical
+// URL, the alternates and the neighbouring pages, Vary when negotiated), compressed when the
+// client accepts it, and 304 for a matching If-None-Match.
 import type { Alternate, Encoding, Exchange, Format, LinkRelation, Target } from '../http/index.ts';
 import {
   chooseEncoding, compressBody, encodedEtag, linkHeader, locate, locationHeader, matchesEtag, mediaTypes, minCompressBytes, NoContent, notModifiedHeaders,
-  Redirect, sendBody, sendEmpty, sendStream, Streamed,
+  Redirect, sendBody, sendEmpty,
 } from '../http/index.ts';
 import type { Document } from '../page/index.ts';
 
-/** A script's answer: a redirect, 204, or its document rendered in the chosen representation. */
-export type Produced = Redirect | NoContent | Streamed | Rendered;
+/** A script's answer: a redirect, 204, or its document (or Verbatim text) rendered to bytes. */
+export type Produced = Redirect | NoContent | Rendered;
 
 interface Rendered {
-  /** The script's document, without its data once rendered. */
-  doc: Document;
+  /** The script's document, without its data once rendered; null for Verbatim text, which has a type instead. */
+  doc: Document | null;
+  /** The media type of Verbatim text. */
+  type?: string;
   alternates: Alternate[];
   body: Buffer;
   etag: string;
@@ -47,24 +49,25 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
     return sendEmpty(ex, produced.status, { location: locationHeader(locate(target, produced.location, kept)), 'cache-control': 'no-store' });
   }
   if (produced instanceof NoContent) return sendEmpty(ex, 204, { 'cache-control': 'no-store' });
-  if (produced instanceof Streamed) return sendStream(ex, produced.status, { 'content-type': produced.type, 'cache-control': publicCacheControl }, produced.chunks());
   const { doc } = produced;
-  // Documents are HTML, XML and JSON: text, worth compressing from 1 KB.
+  // Documents are HTML, XML and JSON, Verbatim answers text: all worth compressing from 1 KB.
   const compressible = produced.body.length >= minCompressBytes;
   const encoding = compressible ? chooseEncoding(ex.req.headers['accept-encoding']) : null;
   const headers: Record<string, string> = {
-    'content-type': answer.type ?? mediaTypes[format],
+    'content-type': produced.type ?? answer.type ?? mediaTypes[format],
     // Each encoding is a representation of its own, with its own ETag.
     etag: encoding ? encodedEtag(produced.etag, encoding) : produced.etag,
-    'cache-control': doc.private ? privateCacheControl : publicCacheControl,
+    'cache-control': doc?.private ? privateCacheControl : publicCacheControl,
   };
-  // The canonical URL first, then the alternates, then the pages, as many as fit (all but on a long search).
-  const link = linkHeader([{ href: target.link(doc.path), rel: 'canonical' }, ...produced.alternates.map((a) => ({ href: a.href, rel: 'alternate', type: a.type })), ...pageRelations(doc, target)]);
-  if (link) headers.link = link;
-  const vary = [...(target.suffix === null && !answer.type ? ['Accept'] : []), ...(compressible ? ['Accept-Encoding'] : [])];
+  if (doc) {
+    // The canonical URL first, then the alternates, then the pages, as many as fit (all but on a long search).
+    const link = linkHeader([{ href: target.link(doc.path), rel: 'canonical' }, ...produced.alternates.map((a) => ({ href: a.href, rel: 'alternate', type: a.type })), ...pageRelations(doc, target)]);
+    if (link) headers.link = link;
+  }
+  const vary = [...(doc && target.suffix === null && !answer.type ? ['Accept'] : []), ...(compressible ? ['Accept-Encoding'] : [])];
   if (vary.length > 0) headers.vary = varyWith(vary, ex.res.getHeader('vary'));
   if (encoding) headers['content-encoding'] = encoding;
-  if (doc.location) headers.location = locationHeader(target.link(doc.location));
+  if (doc?.location) headers.location = locationHeader(target.link(doc.location));
   const method = ex.req.method;
   if (answer.personal) {
     headers['cache-control'] = privateCacheControl;
@@ -73,9 +76,9 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
     // Known by its ETag: nothing is compressed for a 304.
     return sendEmpty(ex, 304, notModifiedHeaders(headers));
   }
-  const status = doc.status ?? 200;
+  const status = doc?.status ?? 200;
   if (!encoding) return sendBody(ex, status, headers, produced.body);
-  const body = produced.compressed ? produced.compressed(encoding) : compressedFor(produced, encoding, !answer.personal && !doc.private);
+  const body = produced.compressed ? produced.compressed(encoding) : compressedFor(produced, encoding, !answer.personal && !doc?.private);
   if (body instanceof Promise) return body.then((bytes) => sendBody(ex, status, headers, bytes));
   sendBody(ex, status, headers, body);
 }

@@ -9,7 +9,7 @@ import { projectRoot } from '../config.ts';
 import type { Db, ReadRoute, Replicas } from '../db/index.ts';
 import { DataVersion, failsOnReplica, ResultCache, unknownPosition } from '../db/index.ts';
 import type { BodyReader, Encoding, Exchange, Format, Target } from '../http/index.ts';
-import { alternatesOf, compressBody, etagOf, NoContent, readQuery, readUpload, Redirect, Streamed } from '../http/index.ts';
+import { alternatesOf, compressBody, etagOf, NoContent, readQuery, readUpload, Redirect, Verbatim } from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
 import type { Outcome, PictureOptions, ScriptModule, ScriptRequest } from '../page/index.ts';
 import { PictureQueue } from '../page/index.ts';
@@ -159,7 +159,11 @@ export class ScriptRunner {
         await requester.settle(ex);
         if (reads && !safe && done) await this.markWritten(ex, cookies, reads);
       }
-      if (outcome instanceof Redirect || outcome instanceof NoContent || outcome instanceof Streamed) return outcome;
+      if (outcome instanceof Redirect || outcome instanceof NoContent) return outcome;
+      if (outcome instanceof Verbatim) {
+        const body = Buffer.from(outcome.text);
+        return { doc: null, type: outcome.type, alternates: [], body, etag: etagOf(body) };
+      }
       const alternates = alternatesOf(outcome.path, run.available, target.link);
       const text = renderDocument({
         format, scriptName: name, script, doc: outcome, link: target.link, templates,
@@ -216,7 +220,8 @@ export class ScriptRunner {
 
 /**
  * The bytes kept documents may hold on each server, with their compressed bytes: a few thousand
- * pages of 3 to 10 KB (docs/development.md, Remembered results and kept documents).
+ * pages of 3 to 10 KB, or five sitemap parts of 3 MB (docs/development.md, Remembered results
+ * and kept documents).
  */
 const keptBytes = 16 * 1024 * 1024;
 

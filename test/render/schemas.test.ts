@@ -4,7 +4,6 @@
 // hostile text stored through the API and, for control characters, straight into the database,
 // and the problem details of errors. The schemas themselves compile and are served under /schema/.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -16,7 +15,7 @@ import { generateData } from '../../bin/lib/generate.ts';
 import { csrfTokenOf, loanBody, personBody, werkBody } from '../change-helpers.ts';
 import type { ApiFormat } from '../change-helpers.ts';
 import type { TestServer } from '../helpers.ts';
-import { missingTool, rawRequest, root, startTestServer } from '../helpers.ts';
+import { missingTool, rawRequest, root, startTestServer, xmllint } from '../helpers.ts';
 import { basic, demo, logInAs, tokenOf } from '../login-helpers.ts';
 
 const schemaDir = path.join(root, 'public/schema');
@@ -28,20 +27,6 @@ type SchemaName = (typeof jsonSchemas)[number];
 const noXmllint = missingTool('/usr/bin/xmllint', 'libxml2-utils');
 
 // --- Validators --------------------------------------------------------------------------
-
-/** xmllint --noout --schema <file> - with the document on stdin: its exit code and messages. */
-function xmllint(schemaFile: string, xml: string): Promise<{ code: number | null; messages: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('xmllint', ['--noout', '--schema', schemaFile, '-'], { stdio: ['pipe', 'ignore', 'pipe'] });
-    let messages = '';
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (messages += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, messages }));
-    // xmllint may stop reading early (a schema that does not compile); its answer says why.
-    child.stdin.on('error', () => {});
-    child.stdin.end(xml);
-  });
-}
 
 function newAjv(): Ajv2020 {
   // strictRequired is left off: a "required" inside if/then names properties declared beside it.
