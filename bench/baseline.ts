@@ -107,20 +107,25 @@ function personHtml(p: Person, werke: Werk[], origin: string): string {
     name: `${p.vorname} ${p.nachname}`, givenName: p.vorname, familyName: p.nachname, image: new URL(p.image, `${origin}/`).href,
     '@reverse': { creator: werke.map((w) => ({ '@type': 'CreativeWork', '@id': `${origin}/werk/${w.id}`, name: w.titel })) },
   }).replace(/</g, '\\u003c');
+  // The meta description: the name, the number of works and the first three titles, on one line, at most 160 characters.
+  const titles = werke.length === 0 ? '' : `: ${werke.slice(0, 3).map((w) => w.titel).join(' · ')}${werke.length > 3 ? ' · …' : ''}`;
+  const summary = `${p.vorname} ${p.nachname} has ${werke.length === 1 ? '1 work' : `${werke.length} works`} in the portfolio${titles}.`.replace(/\s+/g, ' ').trim();
+  const description = html(summary.length <= 160 ? summary : `${summary.slice(0, 160)}…`);
   return `<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n` +
-    `<title>${name} · Portfolio</title>\n<base href="/">\n<link rel="stylesheet" href="css/site.css">\n<script src="js/site.js" defer></script>\n<link rel="canonical" href="${self}">\n` +
+    `<title>${name} · Portfolio</title>\n<meta name="description" content="${description}">\n<base href="/">\n<link rel="stylesheet" href="css/site.css">\n` +
+    `<link rel="icon" href="favicon.ico" sizes="16x16 32x32">\n<script src="js/site.js" defer></script>\n<link rel="canonical" href="${self}">\n` +
     `<link rel="alternate" type="application/xml" href="${self}.xml">\n<link rel="alternate" type="application/json" href="${self}.json">\n` +
     `<link rel="alternate" type="application/atom+xml" title="Newest works" href="feed">\n` +
     `<link rel="alternate" type="application/atom+xml" title="Newest works of ${name}" href="person/${p.slug}/feed">\n</head>\n<body>\n` +
     `<a class="skip" href="${self}#main">Skip to content</a>\n` +
     `<header class="site">\n  <a class="brand" href="./">Portfolio</a>\n  <nav aria-label="Main">\n    <a href="personen">Persons</a>\n    <a href="search">Search</a>\n  </nav>\n` +
     `  <details class="account" hidden>\n    <summary><span class="who"><span class="as">Logged in as </span><strong data-me="name"></strong></span></summary>\n` +
-    `    <div class="menu">\n      <a data-me="loans" href="login">My loans</a>\n      <form method="post" action="logout" data-me="logout" hidden>\n` +
+    `    <div class="menu">\n      <a data-me="loans" rel="nofollow" href="login">My loans</a>\n      <form method="post" action="logout" data-me="logout" hidden>\n` +
     `        <input type="hidden" name="csrf_token" value="">\n        <button type="submit">Log out</button>\n      </form>\n    </div>\n  </details>\n` +
-    `  <a class="login" href="login">Log in</a>\n</header>\n<main id="main" tabindex="-1">\n\n\n` +
+    `  <a class="login" rel="nofollow" href="login">Log in</a>\n</header>\n<main id="main" tabindex="-1">\n\n\n` +
     `<article class="person">\n<h1>details of a person</h1>\n<h2 class="name">${name}</h2>\n<img class="portrait" src="${html(p.image)}" alt="Picture of ${name}" width="240" height="240">\n` +
     `<p>${name} has ${werke.length} ${werke.length === 1 ? 'work' : 'works'} in the database; user name ${html(p.username)}.</p>\n<ul class="werke">\n${items}</ul>\n` +
-    `<p class="edit" data-may="person/${p.slug}" hidden><a href="person/${p.slug}/bearbeiten">Edit</a> · <a href="person/${p.slug}/bild">Change the picture</a> · <a href="person/${p.slug}/werke/neu">Add a work</a> · <a href="person/${p.slug}/loeschen">Delete</a></p>\n` +
+    `<p class="edit" data-may="person/${p.slug}" hidden><a rel="nofollow" href="person/${p.slug}/bearbeiten">Edit</a> · <a rel="nofollow" href="person/${p.slug}/bild">Change the picture</a> · <a rel="nofollow" href="person/${p.slug}/werke/neu">Add a work</a> · <a rel="nofollow" href="person/${p.slug}/loeschen">Delete</a></p>\n` +
     `<p class="back"><a href="personen">All persons</a></p>\n</article>\n<script type="application/ld+json">${ld}</script>\n</main>\n<footer class="site">\n` +
     `  <p>This page as <a href="${self}.html" type="text/html">HTML</a> · <a href="${self}.xml" type="application/xml">XML</a> · <a href="${self}.json" type="application/json">JSON</a></p>\n` +
     '</footer>\n</body>\n</html>\n\n';
