@@ -138,6 +138,17 @@ describe('a body someone logged in sends', () => {
     });
   }
 
+  test('of many XML parts behind a quote in a comment or a processing instruction is 413 as well', async () => {
+    const parts = '<a/>'.repeat(5000);
+    for (const hide of ["<!-- ' -->", '<?note " ?>']) {
+      const res = await fetch(`${server.origin}/personen`, {
+        method: 'POST', headers: { 'content-type': 'application/xml', accept: 'application/json', cookie: session.cookie, 'x-csrf-token': session.token },
+        body: `<person>${hide}${parts}${hide}</person>`,
+      });
+      assert.deepEqual([res.status, (await readJson(res)).detail], [413, expected['application/xml'][1]], hide);
+    }
+  });
+
   test('nested more than 32 deep is 400, as JSON and as XML', async () => {
     for (const [type, body, detail] of [
       ['application/json', `${'['.repeat(40)}${']'.repeat(40)}`, 'The JSON body nests values more than 32 deep; send a flatter document.'],

@@ -93,7 +93,9 @@ export function countXml(): ShapeCounter {
         if (tagKind !== 'close') part();
         tagStart = false;
       } else if (inTag) {
-        if (c === quote || c === apostrophe) quoteOf = c;
+        // Quotes hold attribute values of an opening tag only: a quote in a comment, CDATA or a
+        // processing instruction, which end at their first >, must not hide what follows.
+        if ((c === quote || c === apostrophe) && tagKind === 'open') quoteOf = c;
         else if (c === equals) part();
         else if (c === greater) {
           inTag = false;
