@@ -43,6 +43,14 @@ export function iccpChunk(profile: Buffer, bytes = profile.length): Buffer {
   return pngChunk('iCCP', Buffer.concat([Buffer.from('ICC Profile\0', 'latin1'), Buffer.from([0]), deflateSync(padded, { level: 9 })]));
 }
 
+/** An iCCP chunk whose zlib stream breaks off just before its end, after unpacking nearly `bytes` bytes. */
+export function brokenIccpChunk(profile: Buffer, bytes: number): Buffer {
+  const whole = iccpChunk(profile, bytes);
+  // Data: the name, its NUL and the method (13 bytes), then the stream without its last 16 bytes.
+  const data = whole.subarray(8, whole.length - 4);
+  return pngChunk('iCCP', data.subarray(0, data.length - 16));
+}
+
 /**
  * The progressive JPEG with `count` more scans before its end, each over the first component's
  * AC coefficients and all of them end-of-band runs: a few dozen bytes a scan, and each makes the

@@ -14,7 +14,7 @@ import { readConfig } from '../lib/config.ts';
 import { csrfTokenOf } from './change-helpers.ts';
 import type { TestServer } from './helpers.ts';
 import { readJson, startTestServer } from './helpers.ts';
-import { iccpChunk, textChunk, withJpegScans, withPngChunks } from './hostile-pictures.ts';
+import { brokenIccpChunk, iccpChunk, textChunk, withJpegScans, withPngChunks } from './hostile-pictures.ts';
 import { logInAs } from './login-helpers.ts';
 
 /** The value that the share q of the values are at most (0.5: the median). */
@@ -120,6 +120,14 @@ describe('what a picture upload costs', () => {
     assert.ok(cost.hostile < 2 * cost.ordinary, `${cost.hostile.toFixed(0)} ms against ${cost.ordinary.toFixed(0)} ms`);
     // Just under the limit is a profile like any other.
     assert.equal((await upload(server, session, pngWith([iccpChunk(srgb, 1024 * 1024)]), 'image/png')).status, 200);
+  });
+
+  test('hundreds of colour profiles that break off after nearly 1 MiB: the first is looked at, the rest dropped unread', async (t) => {
+    const chunks = Array.from({ length: 300 }, () => brokenIccpChunk(srgb, 1024 * 1024 - 4096));
+    assert.ok(pngWith(chunks).length < 512 * 1024, `${pngWith(chunks).length} bytes`);
+    const cost = await costs(chunks, 200);
+    t.diagnostic(`processor time: ordinary ${cost.ordinary.toFixed(0)} ms, 300 broken profiles ${cost.hostile.toFixed(0)} ms`);
+    assert.ok(cost.hostile < 2 * cost.ordinary, `${cost.hostile.toFixed(0)} ms against ${cost.ordinary.toFixed(0)} ms`);
   });
 
   test('a progressive JPEG of 10,000 scans: 422 before it is decoded; one of ordinary scans is stored', async (t) => {

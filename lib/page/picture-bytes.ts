@@ -43,8 +43,11 @@ function pngToDecode(bytes: Buffer): Buffer | null {
     at += 12 + bytes.readUInt32BE(at);
     if (at > bytes.length || !isChunkName(bytes, start + 4) || (start === 8 && name !== IHDR)) return null;
     if (name === iCCP) {
-      if (profile || !profileFits(bytes.subarray(start + 8, at - 4))) continue;
+      // Only the first profile is looked at, whatever it held, as libpng does: a file of many
+      // malformed ones would otherwise be unpacked again for each.
+      const first = !profile;
       profile = true;
+      if (!first || !profileFits(bytes.subarray(start + 8, at - 4))) continue;
     } else if ((bytes[start + 4] as number) & 0x20 && !keptAncillary.has(name)) {
       continue;
     }
