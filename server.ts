@@ -99,11 +99,12 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     if (req.method === 'OPTIONS') return sendEmpty(ex, 204, { allow: allow.join(', ') });
     // Who is asking is read only if the script or a change asks; public documents never do.
     const requester = auth.requester(ex, target);
+    let bodyLimit: number | undefined;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       if (!possibleMethods(req).some((m) => allow.includes(m))) throw notAllowed(req.method ?? '', allow);
-      await admitChange(req, target, requester, script);
+      bodyLimit = await admitChange(req, target, requester, script);
     }
-    const body = createBodyReader(req);
+    const body = createBodyReader(req, bodyLimit);
     const method = await effectiveMethod(req, body);
     const handler = method === 'GET' || method === 'HEAD' ? script.GET : allow.includes(method) ? script[method as 'POST' | 'PUT' | 'DELETE'] : undefined;
     if (!handler) throw notAllowed(method, allow);

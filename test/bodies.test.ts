@@ -105,6 +105,20 @@ describe('a change from someone who may change nothing', () => {
     assert.match(answer, /<a class="login" href="login\?back=\/person\/max-muster\/bearbeiten">/);
   });
 
+  test('with a cookie that names no session: a form is read to be shown again up to 128 KiB, a larger one is 413', async () => {
+    const post = (beschreibung: string) => fetch(`${server.origin}/person/max-muster/werke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `portfolio_session=${'x'.repeat(43)}` },
+      body: new URLSearchParams({ titel: 'Neu', beschreibung }).toString(),
+    });
+    const small = await post('Kurz.');
+    assert.equal(small.status, 403);
+    assert.match(await small.text(), /Your session has expired; log in again and repeat the change\.[\s\S]*name="titel"[^>]*value="Neu"/);
+    const large = await post('x'.repeat(200 * 1024));
+    assert.equal(large.status, 413);
+    assert.match(await large.text(), /The request body is larger than 128 KiB\./);
+  });
+
   for (const kind of Object.keys(hostile) as Kind[]) {
     test(`sends ${kind} bodies that slow nobody's pages down: 403 each`, async () => {
       const body = hostile[kind]();

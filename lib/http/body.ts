@@ -59,9 +59,10 @@ export function hasBody(headers: IncomingHttpHeaders): boolean {
 /**
  * A reader for one request's body: the bytes are read and parsed once, and every call checks the
  * declared type against the types the caller accepts (the front may peek at a form for its
- * _method before the script asks for it again, or for JSON or XML).
+ * _method before the script asks for it again, or for JSON or XML). maxBytes is 1 MiB unless the
+ * front allows less.
  */
-export function createBodyReader(req: IncomingMessage): BodyReader {
+export function createBodyReader(req: IncomingMessage, maxBytes = maxBodyBytes): BodyReader {
   let parsed: Promise<Body> | null = null;
   return async <T extends BodyType>(accept: readonly T[]) => {
     const [mediaType, charset] = parseContentType(req.headers['content-type']);
@@ -72,7 +73,7 @@ export function createBodyReader(req: IncomingMessage): BodyReader {
     }
     if (charset !== null && charset !== 'utf-8') throw new HttpError(415, `Send the body in UTF-8, not ${charset.slice(0, 40)}.`);
     // The Content-Type decides the type, so every call that gets this far parses the same way.
-    parsed ??= readBytes(req, maxBodyBytes, counters[type]()).then((bytes) => {
+    parsed ??= readBytes(req, maxBytes, counters[type]()).then((bytes) => {
       if (type === 'xml') checkXmlEncoding(bytes);
       return parseBody(type, readUtf8(bytes, 'The body'));
     });
@@ -88,7 +89,7 @@ export function refuseLargeBody(req: IncomingMessage, uploadMaxBytes = 0): void 
   const [mediaType] = parseContentType(req.headers['content-type']);
   const upload = mediaType === 'multipart/form-data' || mediaType.startsWith('image/');
   const limit = upload ? Math.max(maxBodyBytes, uploadMaxBytes + 64 * 1024) : maxBodyBytes;
-  if (Number(req.headers['content-length'] ?? 0) > limit) throw upload ? new HttpError(413, `The upload is larger than ${Math.round(uploadMaxBytes / 1024 / 1024)} MiB.`, { headers: { connection: 'close' } }) : tooLarge();
+  if (Number(req.headers['content-length'] ?? 0) > limit) throw upload ? new HttpError(413, `The upload is larger than ${Math.round(uploadMaxBytes / 1024 / 1024)} MiB.`, { headers: { connection: 'close' } }) : tooLarge(maxBodyBytes);
 }
 
 function parseBody(type: BodyType, text: string): Body {
@@ -122,21 +123,22 @@ function parseContentType(header: string | undefined): [string, string | null] {
   return [type.trim().toLowerCase(), charset === 'utf8' ? 'utf-8' : charset];
 }
 
-function tooLarge(): HttpError {
-  return new HttpError(413, `The request body is larger than ${maxBodyBytes / 1024 / 1024} MiB.`, { headers: { connection: 'close' } });
+function tooLarge(limit: number): HttpError {
+  const size = limit >= 1024 * 1024 ? `${limit / 1024 / 1024} MiB` : `${limit / 1024} KiB`;
+  return new HttpError(413, `The request body is larger than ${size}.`, { headers: { connection: 'close' } });
 }
 
 /** The body's bytes; each chunk is counted as it comes, and the first that passes a bound ends the reading. */
 function readBytes(req: IncomingMessage, limit: number, count: ShapeCounter): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > limit) return Promise.reject(tooLarge());
+  if (declared > limit) return Promise.reject(tooLarge(limit));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       try {
-        if (size > limit) throw tooLarge();
+        if (size > limit) throw tooLarge(limit);
         count(chunk);
       } catch (err) {
         // Stop buffering; the refusal closes the connection instead of reading the rest.

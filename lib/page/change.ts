@@ -25,16 +25,24 @@ const loginFirst = {
 };
 
 /**
+ * The form of someone whose session timed out, read only to be shown again: the largest a form
+ * of the site sends (a work with a description of 10,000 characters, each percent-encoded) is
+ * about 120 KB. Whoever sends a cookie that names no session gets this far, so it is kept small.
+ */
+const formAgainBytes = 128 * 1024;
+
+/**
  * The front's check of a POST, PUT or DELETE before its body is read: one sent from another site,
  * or by someone who is not logged in, is 403, with a login link back to the page it was sent
  * from, else to the resource. Let through: scripts that take changes from anyone (the login
- * form), and a form whose session has timed out, which its script shows again filled in.
+ * form), and a form whose session has timed out, which its script shows again filled in. The
+ * answer is the largest body the request may send, where that is less than every body's bound.
  */
-export async function admitChange(req: IncomingMessage, target: Target, requester: Requester, script: ScriptModule): Promise<void> {
+export async function admitChange(req: IncomingMessage, target: Target, requester: Requester, script: ScriptModule): Promise<number | undefined> {
   refuseCrossSite(req, target);
-  if (script.anonymous || (await requester.identify())) return;
+  if (script.anonymous || (await requester.identify())) return undefined;
   const expired = await requester.session.expired();
-  if (expired && bodyTypeOf(req.headers) === 'form') return;
+  if (expired && bodyTypeOf(req.headers) === 'form') return formAgainBytes;
   throw new HttpError(403, expired ? loginFirst.expired : loginFirst.anonymous, { login: refererPath(req, target) ?? target.bare });
 }
 
