@@ -91,12 +91,16 @@ class Primary {
   /** Opens the port, when the first worker serves; one that cannot be opened stops the server. */
   private open(): void {
     this.opening = true;
-    this.listener.once('error', (err) => {
+    const cannotOpen = (err: Error) => {
       this.log(`the port ${this.config.host}:${this.config.port} cannot be opened: ${err.message}; stopping the server`);
       process.exitCode = 1;
       this.stop();
-    });
+    };
+    this.listener.once('error', cannotOpen);
     this.listener.listen(this.config.port, this.config.host, () => {
+      // From now on an error is one connection's that could not be accepted (EMFILE): said, not fatal.
+      this.listener.off('error', cannotOpen);
+      this.listener.on('error', (err) => this.log(`accepting a connection failed: ${err.message}`, 'warn'));
       const address = addressOf(this.listener);
       this.address = address;
       try {

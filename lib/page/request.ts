@@ -117,7 +117,7 @@ export interface ScriptModule {
   /**
    * The one representation of a document that has a media type of its own instead of the three
    * (an Atom feed: its XML, through toXml, served as application/atom+xml; the OpenAPI document's
-   * JSON; robots.txt's text, streamed, which the suffix .html names). It is served whatever Accept
+   * JSON; robots.txt's text, a Verbatim answer, which the suffix .html names). It is served whatever Accept
    * asks; another suffix is 406.
    */
   only?: { format: Format; type: string };

@@ -80,7 +80,7 @@ export class ScriptRunner {
     };
   }
 
-  /** Reads the word index: before the first request. */
+  /** Reads the word index in the background; resolves once it is read (searches are 503 until then). */
   start(): Promise<void> {
     return this.searcher.start();
   }

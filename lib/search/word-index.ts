@@ -155,8 +155,7 @@ export class WordIndex {
   readonly werke = new Werke(this.names);
   readonly vocabulary = new Vocabulary();
 
-  /** Gives back the room the texts and the sets grew by while the index was read. */
-  /** Gives back the room growth left, one part at a time with a turn of the event loop after each. */
+  /** Gives back the room the texts and the sets grew by while the index was read, one part at a time with a turn of the event loop after each. */
   async fit(): Promise<void> {
     for (const part of [
       this.personen.folded, this.personen.author, this.personen.slug, this.werke.titel, this.werke.beschreibung, this.werke.folded,
