@@ -38,6 +38,22 @@ async function hold(url: string, table: 'search_word' | 'site_secret'): Promise<
 
 const search = '/search.json?query=any,contains,Zitronen';
 
+/** Whether a connection comes to wait for the lock on search_word within 20 s. */
+async function waitingForLock(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (let i = 0; i < 200; i++) {
+      const { rows } = await client.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%search_word%'`);
+      if (rows.length > 0) return true;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return false;
+  } finally {
+    await client.end();
+  }
+}
+
 /** Searches until `times` in a row answer 200, for at most 10 s; the statuses seen. */
 async function searchUntilFound(origin: string, times: number): Promise<number[]> {
   const seen: number[] = [];
@@ -104,13 +120,16 @@ describe('while the workers read their search index', () => {
     const program = running as Program;
     const lock = await hold(own.db.url as string, 'search_word');
     try {
-      const workers = (program.output().match(/worker \d+ listening/g) ?? []).length;
+      const listening = () => (program.output().match(/worker \d+ listening/g) ?? []).length;
+      const before = listening();
       program.child.kill('SIGUSR2');
-      // The first new worker serves already, but reads its index behind the lock.
-      await waitFor(program.output, (text) => (text.match(/worker \d+ listening/g) ?? []).length > workers, 20_000);
+      // The first new worker has started and reads its index: it waits for the lock.
+      assert.ok(await waitingForLock(own.db.url as string), 'no worker came to wait for search_word');
       const statuses = new Set<number>();
       for (let i = 0; i < 20; i++) statuses.add((await rawRequest(program.origin, search)).status);
       assert.deepEqual([...statuses], [200]);
+      // It takes no connection yet (a worker that serves says so, with the address), and the reload goes on.
+      assert.equal(listening(), before);
       assert.doesNotMatch(program.readLog('error.log'), /reloaded:/);
     } finally {
       await lock.release();
