@@ -110,7 +110,7 @@ describe('repeated failed logins', () => {
       `SELECT ceil(extract(epoch FROM window_start + interval '15 minutes' - now()))::int AS left FROM login_attempt WHERE key = 'pair:mmuster|127.0.0.1'`,
     );
     const retryAfter = Number(right.headers.get('retry-after'));
-    assert.ok(retryAfter > 840 && Math.abs(retryAfter - (window as { left: number }).left) <= 1, `${retryAfter} s, the window ends in ${window?.left} s`);
+    assert.ok(Math.abs(retryAfter - (window as { left: number }).left) <= 1, `${retryAfter} s, the window ends in ${window?.left} s`);
     assert.match(await right.text(), /Too many failed logins for this account from your address; try again in 15 minutes\./);
     // Basic credentials are the same door.
     const viaBasic = await fetch(`${server.origin}/entlehnte/2.json`, { headers: { authorization: basic('mmuster', demo.mmuster.password) } });
@@ -159,9 +159,12 @@ describe('repeated failed logins', () => {
     assert.deepEqual(wrong.map((r) => r.status), [403, 403, 403]);
     const held = await tryLogin(server.origin, 'jmueller', demo.jmueller.password);
     assert.equal(held.status, 429);
-    // Until the address's window ends, a minute from now, not the account's 15 minutes.
+    // Until the address's window ends, about a minute from now, not the account's 15 minutes.
+    const [window] = await server.db.query<{ left: number }>(
+      `SELECT ceil(extract(epoch FROM window_start + interval '15 minutes' - now()))::int AS left FROM login_attempt WHERE key = 'address:127.0.0.1'`,
+    );
     const retryAfter = Number(held.headers.get('retry-after'));
-    assert.ok(retryAfter > 50 && retryAfter <= 60, String(retryAfter));
+    assert.ok(retryAfter <= 60 && Math.abs(retryAfter - (window as { left: number }).left) <= 1, `${retryAfter} s, the address's window ends in ${window?.left} s`);
     // Another test's line for jmueller may be there already: wait for this one's.
     const log = await waitFor(server.errorLog, (text) => text.includes('failed logins for user jmueller from 127.0.0.1, and'));
     assert.match(log, /login for user jmueller from 127\.0\.0\.1 refused for \d+ s: 3 failed logins for user jmueller from 127\.0\.0\.1, and 103 from 127\.0\.0\.1 within 900 s/);
