@@ -1,5 +1,5 @@
-// The benchmark's table (Markdown, printed and written to bench/results.md) and the issue's
-// targets checked against it.
+// The benchmark's table (Markdown, printed and written to bench/results.md) and its targets
+// checked against it.
 import type { LoadResult } from './load.ts';
 
 export interface Row {
@@ -29,7 +29,7 @@ export function formatTable(rows: readonly Row[]): string {
   return lines.join('\n');
 }
 
-/** The targets, each with the figures that decide it. */
+/** The benchmark's targets, each with the figures that decide it. */
 export function checkTargets(rows: readonly Row[], sizes: readonly number[]): string[] {
   const small = Math.min(...sizes);
   const large = Math.max(...sizes);

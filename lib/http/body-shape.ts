@@ -7,10 +7,10 @@
 import { HttpError } from './http-error.ts';
 
 /** As PHP's max_input_vars. A person, a work or a loan has a handful of fields. */
-export const maxParts = 1000;
-export const maxDepth = 32;
+const maxParts = 1000;
+const maxDepth = 32;
 /** Character and entity references in an XML body: a 10,000-character description written as &#228; throughout. */
-export const maxReferences = 12_000;
+const maxReferences = 12_000;
 
 /** Looks at the next chunk of a body; throws the refusal once the body passes a bound. */
 export type ShapeCounter = (chunk: Uint8Array) => void;

@@ -76,6 +76,5 @@ export class NoContent {
  * and kept until the data changes when the script is cacheable, as documents are.
  */
 export class Verbatim {
-  readonly status = 200;
   constructor(readonly type: string, readonly text: string) {}
 }

@@ -6,9 +6,9 @@ import { inflateSync } from 'node:zlib';
 import { HttpError } from '../http/index.ts';
 
 /** A PNG colour profile (iCCP) unpacked, at most; libvips would take one of 50 MiB. */
-export const maxProfileBytes = 1024 * 1024;
+const maxProfileBytes = 1024 * 1024;
 /** Scans of a JPEG, at most: cameras and editors write 1 (baseline) to about a dozen (progressive). */
-export const maxJpegScans = 100;
+const maxJpegScans = 100;
 
 /** The bytes to decode; null when the structure is broken (the file is cut off, say). */
 export function bytesToDecode(format: 'jpeg' | 'png' | 'webp', bytes: Buffer): Buffer | null {

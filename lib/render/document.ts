@@ -24,9 +24,12 @@ interface PageInfo {
 // Search engines show about 155 to 160 characters of a description and cut the rest.
 const descriptionLength = 160;
 
-/** A document's description as its meta element holds it: one line, at most 160 characters and an ellipsis. */
+/**
+ * A document's description as its meta element holds it: one line, at most 160 characters and an
+ * ellipsis. Only its start is looked at: a work's description may be 10,000 characters.
+ */
 export function summaryOf(description: string): string {
-  return clip(description.replace(/\s+/g, ' ').trim(), descriptionLength);
+  return clip(description.slice(0, 4 * descriptionLength).replace(/\s+/g, ' ').trim(), descriptionLength);
 }
 
 const xmlDeclaration = '<?xml version="1.0" encoding="UTF-8"?>\n';

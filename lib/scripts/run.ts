@@ -168,7 +168,7 @@ export class ScriptRunner {
       const text = renderDocument({
         format, scriptName: name, script, doc: outcome, link: target.link, templates,
         page: {
-          title: outcome.title, description: outcome.description === undefined ? null : summaryOf(outcome.description), base: target.basePath + '/', canonical: target.link(outcome.path), alternates,
+          title: outcome.title, description: format === 'html' && outcome.description !== undefined ? summaryOf(outcome.description) : null, base: target.basePath + '/', canonical: target.link(outcome.path), alternates,
           stylesheet: outcome.stylesheet ?? 'css/site.css', warnings: config.displayErrors ? warnings : [], user: ex.viewer,
         },
       });
