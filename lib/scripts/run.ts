@@ -53,6 +53,12 @@ interface Kept {
   results: ResultCache;
   /** Rendered documents of cacheable scripts. */
   documents: ResultCache;
+  /**
+   * The answers of a type of their own (the sitemap's parts, robots.txt, the feeds, the OpenAPI
+   * document), in a budget of their own: a crawler walking the sitemap's parts of 3 MB each
+   * pushes out none of the pages.
+   */
+  texts: ResultCache;
 }
 
 export class ScriptRunner {
@@ -182,7 +188,8 @@ export class ScriptRunner {
     const key = `${name}\u0000${format}\u0000${target.link('')}\u0000${run.query}`;
     const at = await currentVersion();
     if (at === null) return produce();
-    const documents = this.keptOn(server()).documents;
+    const kept = this.keptOn(server());
+    const documents = script.only ? kept.texts : kept.documents;
     const keepable = () => warnings.length === 0 && keep();
     const produced = await documents.get(at, key, produce, (p) => 'body' in p && keepable());
     if (!('body' in produced)) return produced;
@@ -194,7 +201,10 @@ export class ScriptRunner {
   private keptOn(server: Db): Kept {
     let kept = this.kept.get(server);
     if (!kept) {
-      kept = { version: new DataVersion(server), results: new ResultCache(), documents: new ResultCache({ limit: keptBytes, weigh: weighKept }) };
+      kept = {
+        version: new DataVersion(server), results: new ResultCache(),
+        documents: new ResultCache({ limit: keptBytes, weigh: weighKept }), texts: new ResultCache({ limit: keptBytes, weigh: weighKept }),
+      };
       this.kept.set(server, kept);
     }
     return kept;
@@ -219,9 +229,9 @@ export class ScriptRunner {
 }
 
 /**
- * The bytes kept documents may hold on each server, with their compressed bytes: a few thousand
- * pages of 3 to 10 KB, or five sitemap parts of 3 MB (docs/development.md, Remembered results
- * and kept documents).
+ * The bytes kept documents may hold on each server, with their compressed bytes, and as many the
+ * answers of a type of their own: a few thousand pages of 3 to 10 KB; five sitemap parts of 3 MB
+ * (docs/development.md, Remembered results and kept documents).
  */
 const keptBytes = 16 * 1024 * 1024;
 
