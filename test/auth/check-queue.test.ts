@@ -110,14 +110,14 @@ describe('CheckQueue', () => {
     assert.equal(queue.waiting, 2);
     leaving.abort();
     await settle();
-    assert.equal(answers.get('b1'), '503 -');
+    assert.equal(answers.get('b1'), '499 -');
     assert.equal(queue.waiting, 1);
     await end('a1');
     await end('c1');
     // Gone already when it comes: not run even with a slot free.
     const gone = new AbortController();
     gone.abort();
-    assert.equal(await check('198.51.100.2', 'b2', gone.signal), '503 -');
+    assert.equal(await check('198.51.100.2', 'b2', gone.signal), '499 -');
     assert.deepEqual(started, ['a1', 'c1']);
   });
 });
