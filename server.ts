@@ -23,6 +23,7 @@ import { admitChange } from './lib/page/index.ts';
 import { formatsOf, problemOf, renderProblem, respond, Templates } from './lib/render/index.ts';
 import { loadRules, rewriteRequest } from './lib/rewrite/index.ts';
 import { scriptOf } from './lib/script-name.ts';
+import { limitsOf, runSearchService } from './lib/search/index.ts';
 import { describeError, errorPagePolicy, renderErrorPage, ScriptLoader, ScriptRunner } from './lib/scripts/index.ts';
 
 const traceRequest = createDebug('portfolio:request');
@@ -217,6 +218,14 @@ function allowedMethods(script: { GET?: unknown; POST?: unknown; PUT?: unknown; 
 export async function start(config: Config = readConfig()): Promise<void> {
   if (config.webConcurrency > 1 && !config.databaseUrl) {
     throw new Error('WEB_CONCURRENCY > 1 needs PostgreSQL: the embedded database (PGlite) serves one process only. Set DATABASE_URL or WEB_CONCURRENCY=1.');
+  }
+  if (config.searchProcess?.serves) {
+    // The search process the primary starts beside the workers (lib/search/service.ts).
+    const logs = new Logs({ error: config.errorLog });
+    const onError = (message: string) => logs.error(message, { level: 'warn' });
+    const db = await openDatabase(config, { onError: (err) => onError(`database connection error: ${err.message}`), onWarning: onError });
+    const onComplete = () => process.send?.({ portfolio: 'complete' });
+    return runSearchService(db, { socket: config.searchProcess.socket, limits: limitsOf(config), onError, onComplete, reopenLogs: () => logs.reopen() });
   }
   if (runsWorkers(config)) {
     return runPrimary(config, async () => {

@@ -92,6 +92,12 @@ export interface Config {
   migrationTimeoutMs: number;
   /** Milliseconds an upstream of a P rule may stay silent before the client gets 504. */
   proxyTimeoutMs: number;
+  /**
+   * Set by the primary in the processes it forks, never by hand: where the search process
+   * listens, and whether this process is it (lib/search/service.ts). Null in the one process of
+   * WEB_CONCURRENCY=1, which keeps the index itself.
+   */
+  searchProcess: { socket: string; serves: boolean } | null;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -161,6 +167,7 @@ export function readConfig(env: Env = process.env): Config {
     dbOutcomeTimeoutMs: readInteger(env, 'DB_OUTCOME_TIMEOUT_MS', 10_000, 0, 600_000),
     migrationTimeoutMs: readInteger(env, 'MIGRATION_TIMEOUT_MS', 3_600_000, 1000, 86_400_000),
     proxyTimeoutMs: readInteger(env, 'PROXY_TIMEOUT_MS', 30_000, 100, 600_000),
+    searchProcess: env.PORTFOLIO_SEARCH_SOCKET ? { socket: env.PORTFOLIO_SEARCH_SOCKET, serves: env.PORTFOLIO_ROLE === 'search' } : null,
   };
 }
 

@@ -2,10 +2,15 @@
 // database once, owns the port (opened once a worker serves) and hands each connection it accepts
 // to one worker in turn; it replaces a worker that dies, replaces them all one after another on
 // SIGUSR2 (a rolling reload), stops gracefully on SIGTERM and passes SIGHUP on. It also answers
-// what a worker asks (every worker's metrics, gathered from all of them). docs/operations.md,
-// Processes and signals.
+// what a worker asks (every worker's metrics, gathered from all of them). Beside the workers it
+// keeps the search process, which holds the server's one search index (lib/search/service.ts):
+// started first, started again when it dies, replaced after the workers by a reload, stopped
+// after them. docs/operations.md, Processes and signals.
 import cluster, { type Worker } from 'node:cluster';
+import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import type { Config } from '../config.ts';
 import { Logs } from '../log/index.ts';
 import type { Answer, Message } from './process-model.ts';
@@ -15,6 +20,10 @@ import { addressOf, collectTimeoutMs, drainMs, graceMs, writePidFile } from './p
 const maxWaiting = 1000;
 // A worker of a reload that has not said it is complete in this time has failed to start.
 const startTimeoutMs = 60_000;
+/** A search process of a reload that has not read its index in this time has failed to start. */
+const searchStartTimeoutMs = 30 * 60_000;
+/** How long the primary waits before it starts a search process again that died, at first and at most. */
+const searchRestartMs = [1000, 30_000] as const;
 
 export interface PrimaryOptions {
   /** What a worker may ask the primary, by question. */
@@ -66,12 +75,23 @@ class Primary {
   /** What the workers that are gone gave last, folded into one; undefined before any left. */
   private departed: unknown = undefined;
   private folding: Promise<void> = Promise.resolve();
+  /** Where the search process listens: in a folder of the primary's own (0700), removed at exit. */
+  private readonly searchSocket: string;
+  /** The search process that serves, and the one a reload starts to take its place. */
+  private search: Worker | null = null;
+  private nextSearch: { worker: Worker; arrived: (isReady: boolean) => void } | null = null;
+  private searchRestart: number = searchRestartMs[0];
+  /** Search processes told to stop (a reload replaced them). */
+  private readonly retiredSearches = new Set<Worker>();
 
   constructor(
     private readonly config: Config, private readonly listener: net.Server,
     private readonly prepare: () => Promise<void>, private readonly options: PrimaryOptions,
   ) {
     this.logs = new Logs({ error: config.errorLog });
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    this.searchSocket = path.join(dir, 'search.sock');
   }
 
   start(): void {
@@ -84,7 +104,9 @@ class Primary {
     process.on('SIGHUP', () => {
       this.logs.reopen();
       for (const worker of this.workers()) worker.process.kill('SIGHUP');
+      this.search?.process.kill('SIGHUP');
     });
+    this.search = this.forkSearch();
     for (let i = 0; i < this.config.webConcurrency; i++) this.fork();
   }
 
@@ -125,10 +147,23 @@ class Primary {
   }
 
   private fork(): Worker {
-    return cluster.fork();
+    return cluster.fork({ PORTFOLIO_SEARCH_SOCKET: this.searchSocket });
   }
 
+  private forkSearch(): Worker {
+    return cluster.fork({ PORTFOLIO_SEARCH_SOCKET: this.searchSocket, PORTFOLIO_ROLE: 'search' });
+  }
+
+  private isSearch(worker: Worker): boolean {
+    return worker === this.search || worker === this.nextSearch?.worker || this.retiredSearches.has(worker);
+  }
+
+  /** The serving workers, the search processes left out. */
   private workers(): Worker[] {
+    return this.processes().filter((w) => !this.isSearch(w));
+  }
+
+  private processes(): Worker[] {
     return Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
   }
 
@@ -164,6 +199,10 @@ class Primary {
   }
 
   private onMessage(worker: Worker, message: Message): void {
+    if (this.isSearch(worker)) {
+      if (message?.portfolio === 'complete') this.searchComplete(worker);
+      return;
+    }
     switch (message?.portfolio) {
       case 'took':
         this.handing.get(worker)?.shift()?.destroy();
@@ -225,6 +264,7 @@ class Primary {
   }
 
   private onExit(worker: Worker, code: number, signal: string): void {
+    if (this.isSearch(worker)) return this.searchExited(worker, code, signal);
     for (const socket of this.handing.get(worker) ?? []) socket.destroy();
     this.handing.delete(worker);
     const at = this.ready.indexOf(worker);
@@ -233,7 +273,7 @@ class Primary {
     for (const collect of this.collects.values()) if (collect.missing.delete(worker) && collect.missing.size === 0) collect.done();
     this.leave(worker);
     if (this.stopping) {
-      if (this.workers().length === 0) void this.logs.close().finally(() => process.exit());
+      if (this.workers().length === 0) this.finish();
       return;
     }
     if (this.retiring.delete(worker)) return;
@@ -332,7 +372,11 @@ class Primary {
     // Old workers that died while a reload that stopped early waited for them.
     for (const worker of this.replacing) if (worker.isDead() && !this.stopping) this.fork();
     this.replacing.clear();
-    if (!this.stopping && !failed) this.log(`reloaded: workers ${this.ready.map((w) => w.process.pid).join(', ')} serve`, 'notice');
+    if (!this.stopping && !failed) {
+      await this.replaceSearch();
+      const search = this.search ? `, search process ${this.search.process.pid}` : '';
+      this.log(`reloaded: workers ${this.ready.map((w) => w.process.pid).join(', ')} serve${search}`, 'notice');
+    }
     this.reloading = false;
   }
 
@@ -340,9 +384,10 @@ class Primary {
     if (this.stopping) return;
     this.stopping = true;
     for (const resolve of this.arriving.values()) resolve(false);
+    this.nextSearch?.arrived(false);
     setTimeout(() => this.closeDown(), drainMs);
     setTimeout(() => {
-      for (const worker of this.workers()) worker.process.kill('SIGKILL');
+      for (const worker of this.processes()) worker.process.kill('SIGKILL');
       this.log(`workers still running ${graceMs + 5000} ms after SIGTERM were killed`);
     }, graceMs + 5000).unref();
   }
@@ -352,13 +397,81 @@ class Primary {
     if (this.listener.listening) this.listener.close();
     for (const socket of this.waiting.splice(0)) this.handOff(socket);
     const workers = this.workers();
-    if (workers.length === 0) void this.logs.close().finally(() => process.exit());
+    if (workers.length === 0) this.finish();
     // After the connections handed on (the channel keeps its order), each worker finishes its
     // requests and closes its pool. One still starting has none and is not listening yet.
     for (const worker of workers) {
       const serving = this.ready.includes(worker) || this.retiring.has(worker);
       if (serving && worker.isConnected()) worker.send({ portfolio: 'stop' } satisfies Message);
       else worker.process.kill('SIGTERM');
+    }
+  }
+
+  /** The last worker is gone: the search processes stop, then the primary. */
+  private finish(): void {
+    const searches = this.processes();
+    if (searches.length === 0) return void this.logs.close().finally(() => process.exit());
+    for (const search of searches) this.stopSearch(search);
+  }
+
+  /** The search process stops when the primary tells it, not on a signal sent to the whole group. */
+  private stopSearch(search: Worker): void {
+    if (search.isConnected()) search.send({ portfolio: 'stop' } satisfies Message);
+    else search.process.kill('SIGTERM');
+  }
+
+  private searchComplete(worker: Worker): void {
+    if (worker === this.search) {
+      this.searchRestart = searchRestartMs[0];
+      return;
+    }
+    if (worker === this.nextSearch?.worker) this.nextSearch.arrived(true);
+  }
+
+  private searchExited(worker: Worker, code: number, signal: string): void {
+    const how = signal ? `signal ${signal}` : `exit code ${code}`;
+    this.retiredSearches.delete(worker);
+    if (worker === this.nextSearch?.worker) {
+      this.nextSearch.arrived(false);
+      if (!this.stopping) this.log(`the reload's search process ${worker.process.pid} died (${how}); the one before goes on serving`);
+    }
+    if (this.stopping) {
+      if (worker === this.search) this.search = null;
+      if (this.processes().length === 0) void this.logs.close().finally(() => process.exit());
+      return;
+    }
+    if (worker !== this.search) return;
+    // Searches are 503 until a new one has read the index; a search process that dies again at
+    // once is started again later and later, up to every 30 s.
+    const wait = this.searchRestart;
+    this.searchRestart = Math.min(searchRestartMs[1], wait * 2);
+    this.log(`the search process ${worker.process.pid} died (${how}); a new one starts in ${wait / 1000} s, and searches are 503 until it has read the index`);
+    this.search = null;
+    setTimeout(() => {
+      if (!this.stopping && !this.search) this.search = this.forkSearch();
+    }, wait).unref();
+  }
+
+  /**
+   * A reload's last step: a new search process reads the index while the one before serves, and
+   * takes the socket's name once it has (service.ts); then the one before stops.
+   */
+  private async replaceSearch(): Promise<void> {
+    const old = this.search;
+    const worker = this.forkSearch();
+    const complete = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.log(`the reload's search process ${worker.process.pid} had not read the index ${searchStartTimeoutMs / 60_000} min after it started; killed`);
+        worker.process.kill('SIGKILL');
+      }, searchStartTimeoutMs);
+      this.nextSearch = { worker, arrived: (isReady) => { clearTimeout(timer); resolve(isReady); } };
+    });
+    this.nextSearch = null;
+    if (!complete) return;
+    this.search = worker;
+    if (old && !old.isDead()) {
+      this.retiredSearches.add(old);
+      this.stopSearch(old);
     }
   }
 }

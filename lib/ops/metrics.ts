@@ -12,6 +12,9 @@ import type { Exchange } from '../http/index.ts';
 import { askPrimary, onCollect } from '../http/index.ts';
 
 /** What the metrics read from the parts of a running app. */
+/** The search's figures (lib/search, SearchStats). */
+interface SearchFigures { personen: number; werke: number; bytes: number; searches: number; catchUps: number; reloads: number }
+
 export interface MetricSources {
   db: Db;
   logFailedWrites: () => number;
@@ -22,7 +25,7 @@ export interface MetricSources {
   /** The replicas (DATABASE_REPLICA_URL) as this process sees them. */
   replicas?: () => { host: string; up: boolean; lagMs: number; reads: number }[];
   /** The search's word index in this process (lib/search/word-index.ts). */
-  search?: () => { personen: number; werke: number; bytes: number; searches: number; catchUps: number; reloads: number };
+  search?: () => SearchFigures | Promise<SearchFigures>;
 }
 
 type Json = MetricObjectWithValues<MetricValue<string>>[];
@@ -103,27 +106,29 @@ export class Metrics {
     }
     if (sources.search) {
       const { search } = sources;
+      // One index a server (the one process's, or the search process's): every worker reports
+      // the same figures, so the cluster's value is the highest, never the sum.
       new Gauge({
-        name: 'portfolio_search_index_rows', help: 'Persons and works in the search\'s word index; the highest any worker has.',
+        name: 'portfolio_search_index_rows', help: 'Persons and works in the search\'s word index.',
         labelNames: ['kind'], registers, aggregator: 'max',
-        collect() {
-          const stats = search();
+        async collect() {
+          const stats = await search();
           this.set({ kind: 'personen' }, stats.personen);
           this.set({ kind: 'werke' }, stats.werke);
         },
       });
       new Gauge({
-        name: 'portfolio_search_index_bytes', help: 'Memory the search\'s word index holds outside the JavaScript heap, every worker\'s added up (each keeps its own).',
-        registers,
-        collect() {
-          this.set(search().bytes);
+        name: 'portfolio_search_index_bytes', help: 'Memory the search\'s word index holds outside the JavaScript heap.',
+        registers, aggregator: 'max',
+        async collect() {
+          this.set((await search()).bytes);
         },
       });
       new Counter({
         name: 'portfolio_search_index_reads_total', help: 'Readings of the database\'s changes into the search\'s word index (catch_up), and of everything (reload: the start, a TRUNCATE, a statement of many rows, notes deleted before they were read).',
-        labelNames: ['kind'], registers,
-        collect() {
-          const stats = search();
+        labelNames: ['kind'], registers, aggregator: 'max',
+        async collect() {
+          const stats = await search();
           this.reset();
           this.inc({ kind: 'catch_up' }, stats.catchUps);
           this.inc({ kind: 'reload' }, stats.reloads);
@@ -131,10 +136,11 @@ export class Metrics {
       });
       new Counter({
         name: 'portfolio_searches_total', help: 'Searches made on the word index: requests for a search list that no kept result answered (requests that ask for one search at once may share it).',
-        registers,
-        collect() {
+        registers, aggregator: 'max',
+        async collect() {
+          const stats = await search();
           this.reset();
-          this.inc(search().searches);
+          this.inc(stats.searches);
         },
       });
     }

@@ -15,8 +15,8 @@ import type { Outcome, PictureOptions, ScriptModule, ScriptRequest } from '../pa
 import { PictureQueue } from '../page/index.ts';
 import type { Produced, Templates } from '../render/index.ts';
 import { renderDocument, summaryOf } from '../render/index.ts';
-import type { SearchStats } from '../search/index.ts';
-import { Searcher } from '../search/index.ts';
+import type { SearchEngine, SearchStats } from '../search/index.ts';
+import { limitsOf, SearchClient, Searcher } from '../search/index.ts';
 import { parseStack } from './stack.ts';
 
 interface Run {
@@ -69,17 +69,20 @@ export class ScriptRunner {
    */
   private readonly kept = new Map<Db, Kept>();
 
-  /** One per process: its word index, and its share of connections counted across all requests. */
-  private readonly searcher: Searcher;
+  /**
+   * The word index: this process's own, or with workers the search process's (one a server),
+   * and the share of connections searches take.
+   */
+  private readonly searcher: SearchEngine;
 
   /** Where pictures go, and one queue per process for their conversions. */
   private readonly pictures: PictureOptions;
 
   constructor(private readonly parts: RunnerParts) {
     const { config, db, logs } = parts;
-    this.searcher = new Searcher(db, { cap: config.searchMaxHits, timeoutMs: config.searchTimeoutMs, concurrency: config.searchConcurrency, waitMs: config.searchWaitMs }, {
-      onError: (message) => logs.error(message, { level: 'warn' }),
-    });
+    this.searcher = config.searchProcess
+      ? new SearchClient(config.searchProcess.socket, db, limitsOf(config))
+      : new Searcher(db, limitsOf(config), { onError: (message) => logs.error(message, { level: 'warn' }) });
     this.pictures = {
       dir: config.picturesDir, maxPixels: config.pictureMaxPixels, maxBytes: config.pictureMaxBytes,
       queue: new PictureQueue({ running: config.pictureConcurrency, waiting: config.pictureQueue }),
@@ -95,7 +98,7 @@ export class ScriptRunner {
     this.searcher.close();
   }
 
-  searchStats(): SearchStats {
+  searchStats(): SearchStats | Promise<SearchStats> {
     return this.searcher.stats();
   }
 

@@ -13,10 +13,11 @@ import { facetsOf, withFacets } from './facets.ts';
 import type { ParsedLine } from './language.ts';
 import { quoteTerms } from './language.ts';
 import { scoreRows, takeRows } from './match.ts';
+import type { Ranked } from './page.ts';
 import { pageOf, pageRows, pageRowsRead } from './page.ts';
 import type { Plan } from './plan.ts';
 import { kindPlan } from './plan.ts';
-import type { Found, Hits, RequestSearch, SearchLimits, SearchSpec, SearchStats } from './spec.ts';
+import type { Found, Hits, RequestSearch, SearchEngine, SearchLimits, SearchSpec, SearchStats } from './spec.ts';
 import { suggest } from './suggest.ts';
 import type { SyncOptions } from './sync.ts';
 import { IndexSync } from './sync.ts';
@@ -32,10 +33,16 @@ const maxExpansions = 60;
 const expansionBudget = 120;
 /** Rows a search's phrases may be checked on, per kind, as a multiple of the hits it takes. */
 const checksPerHit = 20;
+/** The data version a search must see, or 'latest': the index as it last was. */
+export type Wanted = bigint | null | 'latest';
+
+/** A search's answer; unread: the page's hits whose rows are still to be read, where the request reads. */
+export interface Searched { found: Found; unread: Ranked[] | null }
+
 /** Stems of words the vocabulary does not have, kept per process: the stemmer's answer never changes. */
 const maxStems = 10_000;
 
-export class Searcher {
+export class Searcher implements SearchEngine {
   private readonly sync: IndexSync;
   private readonly turns: Turns;
   private readonly loop = new LoopTurns();
@@ -48,10 +55,6 @@ export class Searcher {
   constructor(primary: Db, private readonly limits: SearchLimits, options: SyncOptions) {
     this.sync = new IndexSync(primary, options);
     this.turns = new Turns(limits);
-  }
-
-  get cap(): number {
-    return this.limits.cap;
   }
 
   /** Reads the index; a search before that is 503 (forRequest). */
@@ -83,25 +86,36 @@ export class Searcher {
    * index as it last was: a replica answers the rest, as it does for the other pages.
    */
   forRequest(version: () => Promise<bigint | null>, db: Db): RequestSearch {
-    const index = async () => {
-      try {
-        return await this.sync.current(await version());
-      } catch (err) {
-        if (err instanceof DbUnavailableError && db !== this.sync.db) return { index: this.sync.latest, current: false };
-        throw err;
-      }
-    };
     return {
       find: async (spec) => {
-        if (!this.sync.read) {
-          throw new HttpError(503, 'Search is starting: its index is being read. Try again in a few seconds.', { headers: { 'retry-after': '5' } });
+        let wanted: Wanted;
+        try {
+          wanted = await version();
+        } catch (err) {
+          if (!(err instanceof DbUnavailableError) || db === this.sync.db) throw err;
+          wanted = 'latest';
         }
-        const { index: found, current } = await index();
-        this.searches++;
-        return this.find(db, found, current, spec);
+        const { found, unread } = await this.search(spec, wanted, db);
+        if (unread) found.hits = unread.length === 0 ? [] : await pageRowsRead(db, unread);
+        return found;
       },
       suggest: (conditions, lines) => suggest(db, this.turns, this.limits.timeoutMs, conditions, lines),
     };
+  }
+
+  /**
+   * A search on the index with every change the data version `wanted` counts ('latest': the
+   * index as it last was, for when the primary cannot be asked). The page's rows come from the
+   * index when it is current; else `unread` names them, to be read where the request reads.
+   * `db` answers the stems of unknown words and the descriptions phrases are checked on.
+   */
+  async search(spec: SearchSpec, wanted: Wanted, db: Db = this.sync.db): Promise<Searched> {
+    if (!this.sync.read) {
+      throw new HttpError(503, 'Search is starting: its index is being read. Try again in a few seconds.', { headers: { 'retry-after': '5' } });
+    }
+    const { index, current } = wanted === 'latest' ? { index: this.sync.latest, current: false } : await this.sync.current(wanted);
+    this.searches++;
+    return this.find(db, index, current, spec);
   }
 
   /** The words of the lines as the index knows them: stems, and the words they stand for. */
@@ -145,7 +159,7 @@ export class Searcher {
   }
 
   /** current: whether the index has every change the request's version counts (it is not being read anew). */
-  private async find(db: Db, index: WordIndex, current: boolean, spec: SearchSpec): Promise<Found> {
+  private async find(db: Db, index: WordIndex, current: boolean, spec: SearchSpec): Promise<Searched> {
     const { cap } = this.limits;
     const words = await this.words(db, index, spec.lines);
     await this.loop.next();
@@ -185,8 +199,9 @@ export class Searcher {
     const page = pageOf(hits, spec, index);
     // An index behind the database (read anew meanwhile, or the primary out of reach) may still
     // have rows that are gone or changed: the page's rows are read where the request reads then.
-    found.hits = current ? pageRows(index, page) : page.length === 0 ? [] : await pageRowsRead(db, page);
-    return found;
+    if (!current) return { found, unread: page };
+    found.hits = pageRows(index, page);
+    return { found, unread: null };
   }
 
   /** The folded descriptions of works, for the phrases checked on them (they stay in the database). */

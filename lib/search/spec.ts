@@ -1,5 +1,7 @@
 // What a search asks (the lines, scope, facets, order and page) and what it answers (the hits
 // of the page, the total, the facets), between scripts/search.ts and lib/search/run.ts.
+import type { Config } from '../config.ts';
+import type { Db } from '../db/index.ts';
 import type { Condition, ParsedLine } from './language.ts';
 import type { Kind } from './texts.ts';
 
@@ -66,5 +68,29 @@ export interface SearchLimits {
   waitMs: number;
 }
 
+/**
+ * A process's search limits. The search process answers every worker's searches: its share of
+ * connections is theirs together, within its pool (one connection stays for reading the index).
+ */
+export function limitsOf(config: Config): SearchLimits {
+  const { searchMaxHits: cap, searchTimeoutMs: timeoutMs, searchConcurrency, searchWaitMs: waitMs } = config;
+  const concurrency = config.searchProcess?.serves
+    ? Math.max(1, Math.min(config.dbPoolMax - 1, searchConcurrency * config.webConcurrency))
+    : searchConcurrency;
+  return { cap, timeoutMs, concurrency, waitMs };
+}
+
 /** The hits taken of each kind: ids in order, and their scores. */
 export type Hits = Record<Kind, { ids: number[]; scores: number[] }>;
+
+/**
+ * What a serving process searches with: the word index it keeps itself (run.ts, the one process
+ * of WEB_CONCURRENCY=1), or the one search process's, asked over its socket (client.ts).
+ */
+export interface SearchEngine {
+  /** Resolves once searches can be answered from an index (with a search process: at once). */
+  start(): Promise<void>;
+  close(): void;
+  stats(): SearchStats | Promise<SearchStats>;
+  forRequest(version: () => Promise<bigint | null>, db: Db): RequestSearch;
+}

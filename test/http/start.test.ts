@@ -1,9 +1,10 @@
 // The start as operators see it (docs/operations.md, Processes and signals): the port opens once a
-// worker serves; the probes and the pages answer while the workers read their search index,
-// searches are 503 with Retry-After until then, and in a reload a new worker takes connections
-// only once its index is read. A worker's start is held up by a lock another connection takes on
-// site_secret, the index's reading by one on search_word, the last table it reads: PostgreSQL
-// only, as PGlite has no other connection to take them.
+// worker serves; the probes and the pages answer while the search process reads the index,
+// searches are 503 with Retry-After until then; a worker added later reads no index at all; in a
+// reload the new search process reads the index while the one before answers; a search process
+// killed under load gives 503s only, and comes back by itself. A worker's start is held up by a
+// lock another connection takes on site_secret, the index's reading by one on search_word, the
+// last table it reads: PostgreSQL only, as PGlite has no other connection to take them.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
@@ -93,14 +94,15 @@ describe('the port', () => {
   });
 });
 
-describe('while the workers read their search index', () => {
+describe('while the search process reads the index', () => {
   test('the probes and the pages answer at once, a search is 503 with Retry-After, and 200 once the index is read', onPostgres, async () => {
     own.program.remove();
     const lock = await hold(own.db.url as string, 'search_word');
     try {
-      // The first worker serves with its index unread; the second waits for its index to take connections.
-      running = await startProgram({ DATABASE_URL: own.db.url as string, WEB_CONCURRENCY: '2' }, { serving: 1 });
+      // Both workers serve: they keep no index. The search process waits for the lock.
+      running = await startProgram({ DATABASE_URL: own.db.url as string, WEB_CONCURRENCY: '2' });
       const origin = running.origin;
+      assert.ok(await waitingForLock(own.db.url as string), 'the search process came to wait for search_word');
       for (const [path, status] of [['/healthz', 200], ['/readyz', 200], ['/person/max-muster.json', 200], ['/personen.json', 200]] as const) {
         assert.equal((await rawRequest(origin, path)).status, status, path);
       }
@@ -112,29 +114,97 @@ describe('while the workers read their search index', () => {
     } finally {
       await lock.release();
     }
-    // Both workers, in turn, once each has its index.
     assert.deepEqual((await searchUntilFound(running.origin, 4)).slice(-4), [200, 200, 200, 200]);
+    assert.match(running.output(), /search process \d+ answers searches \(\d+ persons, \d+ works\)/);
   });
 
-  test('in a reload, a new worker takes no connection before its index is read: no search sees a 503', onPostgres, async () => {
+  test('a worker started beside it reads no index: it serves searches while search_word is locked', onPostgres, async () => {
     const program = running as Program;
     const lock = await hold(own.db.url as string, 'search_word');
     try {
-      const listening = () => (program.output().match(/worker \d+ listening/g) ?? []).length;
-      const before = listening();
-      program.child.kill('SIGUSR2');
-      // The first new worker has started and reads its index: it waits for the lock.
-      assert.ok(await waitingForLock(own.db.url as string), 'no worker came to wait for search_word');
+      const before = workerPids(program.output());
+      process.kill(before[0] as number, 'SIGKILL');
+      // The primary starts another worker in its place; it serves with search_word locked, so it never read it.
+      await waitFor(() => workerPids(program.output()).length, (count) => count > before.length, 30_000);
       const statuses = new Set<number>();
-      for (let i = 0; i < 20; i++) statuses.add((await rawRequest(program.origin, search)).status);
+      for (let i = 0; i < 8; i++) statuses.add((await rawRequest(program.origin, `${search}&offset=${i}`, { headers: { connection: 'close' } })).status);
       assert.deepEqual([...statuses], [200]);
-      // It takes no connection yet (a worker that serves says so, with the address), and the reload goes on.
-      assert.equal(listening(), before);
+      assert.equal(await lockWaiters(own.db.url as string), 0, 'nobody waits for search_word');
+    } finally {
+      await lock.release();
+    }
+  });
+
+  test('in a reload, the new search process reads the index while the one before answers: no search sees a 503', onPostgres, async () => {
+    const program = running as Program;
+    const lock = await hold(own.db.url as string, 'search_word');
+    try {
+      const before = workerPids(program.output()).length;
+      program.child.kill('SIGUSR2');
+      // Both workers are replaced (they read no index); then the new search process waits for the lock.
+      await waitFor(() => workerPids(program.output()).length, (count) => count >= before + 2, 30_000);
+      assert.ok(await waitingForLock(own.db.url as string), 'no search process came to wait for search_word');
+      const statuses = new Set<number>();
+      for (let i = 0; i < 20; i++) statuses.add((await rawRequest(program.origin, `${search}&offset=${i % 3}`, { headers: { connection: 'close' } })).status);
+      assert.deepEqual([...statuses], [200]);
       assert.doesNotMatch(program.readLog('error.log'), /reloaded:/);
     } finally {
       await lock.release();
     }
-    await waitFor(() => program.readLog('error.log'), (text) => /reloaded: workers \d+, \d+ serve/.test(text), 30_000);
+    await waitFor(() => program.readLog('error.log'), (text) => /reloaded: workers \d+, \d+ serve, search process \d+/.test(text), 30_000);
     assert.deepEqual([...new Set(await searchUntilFound(program.origin, 4))], [200]);
   });
+
+  test('a search process killed under search load: searches are 200 or 503 with Retry-After, and it comes back by itself', onPostgres, async (t) => {
+    const program = running as Program;
+    const [killed] = searchPids(program.output()).slice(-1);
+    const started = searchPids(program.output()).length;
+    let stop = false;
+    const statuses = new Map<number, number>();
+    let missingRetryAfter = 0;
+    let n = 0;
+    const clients = Array.from({ length: 4 }, async () => {
+      // Other words each time: no kept result answers them (bounded: 400 searches a client).
+      for (let i = 0; i < 400 && !stop; i++) {
+        const res = await rawRequest(program.origin, `/search.json?query=any,contains,z${n++}*&search_scope=default_scope`);
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        if (res.status === 503 && res.headers['retry-after'] !== '5') missingRetryAfter++;
+      }
+    });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    process.kill(killed as number, 'SIGKILL');
+    // Its successor says so once it has read the index.
+    await waitFor(() => searchPids(program.output()).length, (count) => count > started, 30_000);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    stop = true;
+    await Promise.all(clients);
+    t.diagnostic(`searches by status: ${JSON.stringify(Object.fromEntries(statuses))}`);
+    assert.deepEqual([...statuses.keys()].filter((s) => s !== 200 && s !== 503), [], JSON.stringify([...statuses]));
+    assert.ok((statuses.get(503) ?? 0) > 0, 'searches met the search process gone');
+    assert.equal(missingRetryAfter, 0);
+    assert.match(program.readLog('error.log'), new RegExp(`the search process ${killed} died \\(signal SIGKILL\\); a new one starts in 1 s`));
+    // Searches no worker has kept an answer for.
+    const fresh = await Promise.all(['Muster', 'Zitrone', 'Stillleben', 'Bild'].map(async (word) => (await rawRequest(program.origin, `/search.json?query=any,contains,${word}&sortby=title`)).status));
+    assert.deepEqual(fresh, [200, 200, 200, 200]);
+  });
 });
+
+function workerPids(output: string): number[] {
+  return [...output.matchAll(/worker (\d+) listening on/g)].map((m) => Number(m[1]));
+}
+
+function searchPids(output: string): number[] {
+  return [...output.matchAll(/search process (\d+) answers searches/g)].map((m) => Number(m[1]));
+}
+
+/** Connections that wait for a lock on search_word now. */
+async function lockWaiters(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%search_word%'`);
+    return (rows[0] as { n: number }).n;
+  } finally {
+    await client.end();
+  }
+}

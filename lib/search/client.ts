@@ -1,0 +1,120 @@
+// A worker's side of the search process (service.ts): its searches go over the Unix socket, on
+// connections kept open; the closest spellings of a search without hits are asked of the
+// database here, as the one process does (suggest.ts). While the search process cannot be
+// reached (it starts, or starts again after it died), a search is 503 with Retry-After.
+import http from 'node:http';
+import type { Db } from '../db/index.ts';
+import { DbUnavailableError } from '../db/index.ts';
+import { HttpError } from '../http/index.ts';
+import { pageRowsRead } from './page.ts';
+import type { Searched } from './run.ts';
+import type { Carried, Question } from './service.ts';
+import { uncarry } from './service.ts';
+import type { RequestSearch, SearchEngine, SearchLimits, SearchSpec, SearchStats } from './spec.ts';
+import { suggest } from './suggest.ts';
+import { Turns } from './turns.ts';
+
+/** Searches of one worker on their way to the search process at once; more wait for a connection. */
+const maxConnections = 64;
+/** What a search may take in the search process beyond its own bounds before the worker gives up. */
+const marginMs = 5000;
+/** A connection unused this long is closed, well before the search process closes it (60 s). */
+const idleMs = 30_000;
+
+const noStats: SearchStats = { personen: 0, werke: 0, bytes: 0, searches: 0, catchUps: 0, reloads: 0 };
+
+function restarting(): HttpError {
+  return new HttpError(503, 'Search is starting: its index is being read. Try again in a few seconds.', { headers: { 'retry-after': '5' } });
+}
+
+export class SearchClient implements SearchEngine {
+  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: maxConnections, timeout: idleMs });
+  private readonly turns: Turns;
+  private counted: { at: number; stats: Promise<SearchStats> } | null = null;
+
+  /** socket: where the search process listens; primary: the database whose changes its index follows. */
+  constructor(private readonly socket: string, private readonly primary: Db, private readonly limits: SearchLimits) {
+    this.turns = new Turns(limits);
+  }
+
+  /** The worker keeps no index: it serves searches at once, from the search process. */
+  start(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+
+  /** The search process's figures, asked at most once a second; zeros while it cannot be asked. */
+  stats(): Promise<SearchStats> {
+    if (!this.counted || Date.now() - this.counted.at > 1000) {
+      const stats = this.ask<SearchStats>('GET', '/stats', null).catch(() => noStats);
+      this.counted = { at: Date.now(), stats };
+    }
+    return this.counted.stats;
+  }
+
+  forRequest(version: () => Promise<bigint | null>, db: Db): RequestSearch {
+    return {
+      find: async (spec) => {
+        let wanted: Question['version'];
+        try {
+          const read = await version();
+          wanted = read === null ? null : String(read);
+        } catch (err) {
+          // The primary out of reach: the index as it last was, and the rows from the replica.
+          if (!(err instanceof DbUnavailableError) || db === this.primary) throw err;
+          wanted = 'latest';
+        }
+        const { found, unread } = await this.find(spec, wanted);
+        if (unread) found.hits = unread.length === 0 ? [] : await pageRowsRead(db, unread);
+        return found;
+      },
+      suggest: (conditions, lines) => suggest(db, this.turns, this.limits.timeoutMs, conditions, lines),
+    };
+  }
+
+  private async find(spec: SearchSpec, version: Question['version']): Promise<Searched> {
+    const answer = await this.ask<Searched | { error: Carried }>('POST', '/find', { spec, version } satisfies Question);
+    if ('error' in answer) throw uncarry(answer.error);
+    return answer;
+  }
+
+  private ask<T>(method: 'GET' | 'POST', path: string, body: unknown, again = true): Promise<T> {
+    const text = body === null ? undefined : JSON.stringify(body);
+    return new Promise<T>((resolve, reject) => {
+      const req = http.request({
+        socketPath: this.socket, agent: this.agent, method, path,
+        timeout: this.limits.timeoutMs + this.limits.waitMs + marginMs,
+        headers: text === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) },
+      }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', () => reject(restarting()));
+        res.on('end', () => {
+          try {
+            const value = JSON.parse(Buffer.concat(chunks).toString('utf8')) as T | Carried;
+            if (res.statusCode !== 200) return reject(uncarry(value as Carried));
+            resolve(value as T);
+          } catch {
+            reject(restarting());
+          }
+        });
+      });
+      // Not listening yet (ENOENT, ECONNREFUSED), or gone while it answered (ECONNRESET). A
+      // kept connection the search process closed as it was reused is tried once more, anew.
+      let timedOut = false;
+      req.on('error', () => {
+        if (again && req.reusedSocket && !timedOut) this.ask<T>(method, path, body, false).then(resolve, reject);
+        else reject(restarting());
+      });
+      req.on('timeout', () => {
+        timedOut = true;
+        req.destroy();
+        reject(new HttpError(503, 'The search took too long; try again in a moment.', { headers: { 'retry-after': '5' } }));
+      });
+      req.end(text);
+    });
+  }
+}

@@ -1,0 +1,144 @@
+// The search process: with WEB_CONCURRENCY of 2 or more, the one process of a server that keeps
+// the word index (run.ts). The primary starts it beside the workers and starts it again when it
+// dies; the workers ask it over a Unix socket (client.ts), in HTTP: POST /find with a search and
+// the data version it must see, GET /stats for the metrics. docs/operations.md, The search process.
+import { chmodSync, renameSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { Db } from '../db/index.ts';
+import { DbInputError, DbUnavailableError } from '../db/index.ts';
+import { HttpError } from '../http/index.ts';
+import type { Searched, Wanted } from './run.ts';
+import { Searcher } from './run.ts';
+import type { SearchLimits, SearchSpec } from './spec.ts';
+
+/** A question's body at most: a search is a few lines of 200 characters and its facets. */
+const maxQuestionBytes = 256 * 1024;
+
+/** What a worker sends to /find. */
+export interface Question { spec: SearchSpec; version: string | null | 'latest' }
+
+/** An error of the search, as it travels to the worker that asked (client.ts makes it again). */
+export interface Carried {
+  kind: 'http' | 'unavailable' | 'input' | 'error';
+  status: number;
+  message: string;
+  headers?: Record<string, string>;
+}
+
+export function carry(err: unknown): Carried {
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof HttpError) return { kind: 'http', status: err.status, message, headers: err.options.headers };
+  if (err instanceof DbUnavailableError) return { kind: 'unavailable', status: 503, message };
+  if (err instanceof DbInputError) return { kind: 'input', status: 400, message };
+  return { kind: 'error', status: 500, message };
+}
+
+export function uncarry(carried: Carried): Error {
+  switch (carried.kind) {
+    case 'http': return new HttpError(carried.status, carried.message, { headers: carried.headers });
+    case 'unavailable': return new DbUnavailableError(carried.message);
+    case 'input': return new DbInputError(carried.message);
+    default: return new Error(`the search process: ${carried.message}`);
+  }
+}
+
+function wantedOf(version: Question['version']): Wanted {
+  return version === null || version === 'latest' ? version : BigInt(version);
+}
+
+function send(res: http.ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** Answers the workers' questions on the searcher's index. */
+export function serveSearches(searcher: Searcher): http.Server {
+  return http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+    if (req.method === 'GET' && req.url === '/stats') return send(res, 200, searcher.stats());
+    if (req.method !== 'POST' || req.url !== '/find') return send(res, 404, carry(new HttpError(404, `no ${req.method} ${req.url}`)));
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= maxQuestionBytes) chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (size > maxQuestionBytes) return send(res, 413, carry(new HttpError(413, 'The search is too large.')));
+      let question: Question;
+      try {
+        question = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Question;
+      } catch {
+        return send(res, 400, carry(new HttpError(400, 'The search could not be read.')));
+      }
+      searcher.search(question.spec, wantedOf(question.version)).then(
+        (searched: Searched) => send(res, 200, searched),
+        (err: unknown) => send(res, 200, { error: carry(err) }),
+      );
+    });
+  });
+}
+
+export interface ServiceOptions {
+  socket: string;
+  limits: SearchLimits;
+  onError: (message: string) => void;
+  /** Once the index is read: the primary hears it. */
+  onComplete: () => void;
+  reopenLogs: () => void;
+}
+
+/**
+ * Runs the search process until the primary tells it to stop: it reads the index, then answers
+ * on the socket and follows the database's changes. SIGHUP reopens its logs; SIGUSR2, the
+ * primary's, is not for it.
+ */
+export async function runSearchService(db: Db, options: ServiceOptions): Promise<void> {
+  const searcher = new Searcher(db, options.limits, { onError: options.onError });
+  const server = serveSearches(searcher);
+  // It listens under a name of its own and takes the socket's name once its index is read: the
+  // workers' next connections come here, while one it replaces (a reload) answers until then.
+  const own = `${options.socket}.${process.pid}`;
+  rmSync(own, { force: true });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(own, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  // Only this user's processes may ask (the folder is the primary's own, 0700, as well).
+  chmodSync(own, 0o600);
+  server.on('error', (err) => options.onError(`search process: ${err.message}`));
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    searcher.close();
+    server.close();
+    server.closeIdleConnections();
+    setTimeout(() => server.closeAllConnections(), 5000).unref();
+    void db.close().finally(() => process.exit(0));
+  };
+  // The primary says when, after its workers have finished their requests; a SIGTERM sent to
+  // the whole group (systemctl stop) must not end the searches of those requests first. Without
+  // a primary (it is gone), a signal or the channel's end stops it.
+  process.on('message', (message: { portfolio?: string }) => {
+    if (message?.portfolio === 'stop') stop();
+  });
+  process.on('disconnect', stop);
+  const signalled = () => {
+    if (!process.connected) stop();
+  };
+  process.on('SIGTERM', signalled);
+  process.on('SIGINT', signalled);
+  process.on('SIGHUP', () => options.reopenLogs());
+  process.on('SIGUSR2', () => undefined);
+  void searcher.start().then(() => {
+    if (stopping) return;
+    renameSync(own, options.socket);
+    const { personen, werke } = searcher.stats();
+    console.log(`portfolio: search process ${process.pid} answers searches (${personen} persons, ${werke} works)`);
+    options.onComplete();
+  });
+}
