@@ -102,9 +102,9 @@ export async function buildBaseline(): Promise<string> {
 }
 
 /**
- * Starts a server program that prints "listening on http://…/" and waits for that line: from each
- * of its WEB_CONCURRENCY workers, which say it after reading their search index (seconds at a
- * million works).
+ * Starts a server program that prints "listening on http://…/" and waits for that line from each
+ * of its WEB_CONCURRENCY workers, and with workers for its search process's line, printed once it
+ * has read the index (seconds at a million works).
  */
 export function startServer(label: string, args: string[], env: NodeJS.ProcessEnv): Promise<Started> {
   const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -116,7 +116,9 @@ export function startServer(label: string, args: string[], env: NodeJS.ProcessEn
     child.stdout?.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       const matches = [...output.matchAll(/listening on (http:\/\/[^/\s]+)\//g)];
-      if (matches.length >= listeners) {
+      // The product's workers keep no index: its search process says when it has read it.
+      const searching = !/portfolio: primary \d+ runs/.test(output) || /search process \d+ answers searches/.test(output);
+      if (matches.length >= listeners && searching) {
         clearTimeout(timer);
         resolve({ origin: (matches[0] as RegExpMatchArray)[1] as string, child });
       }
