@@ -43,11 +43,19 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
   if (conditions.length > 0) {
     const spec: search.SearchSpec = { lines, scope: settings.scope as search.SearchSpec['scope'], facets: settings.filters, sort: settings.sort, offset, size: pageSize };
     const key = JSON.stringify([conditions, settings.scope, settings.filters, settings.sort]);
-    const found = await req.remember(`search:${offset}:${key}`, async () => {
-      const hits = await req.searcher.find(spec);
-      const suggestion = hits.total === 0 ? await req.searcher.suggest(conditions, lines) : null;
-      return { ...hits, suggestion };
+    // A search refused for what it asks (400) is kept as its hits would be: asked again, it costs nothing.
+    const kept = await req.remember(`search:${offset}:${key}`, async () => {
+      try {
+        const hits = await req.searcher.find(spec);
+        const suggestion = hits.total === 0 ? await req.searcher.suggest(conditions, lines) : null;
+        return { ...hits, suggestion };
+      } catch (err) {
+        if (err instanceof HttpError && err.status === 400) return { refused: err };
+        throw err;
+      }
     });
+    if ('refused' in kept) throw kept.refused;
+    const found = kept;
     // The fifty-odd links of the page share their start, written once.
     const start = searchPathStart(conditions, settings);
     const pathAt = (at: number, filters = settings.filters) => searchPathFrom(start, { ...settings, filters }, at);

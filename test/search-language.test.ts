@@ -414,6 +414,24 @@ describe('bounded cost', () => {
     assert.ok((await search(q('der'))).total > 0);
   });
 
+  test('a search checked on descriptions reads those of 2,000 rows of a kind at most, and its 400 is kept: asked again, it costs no search', async () => {
+    const small = await startTestServer({ NODE_ENV: 'production' });
+    try {
+      // 3,000 works with the word in their description, none that begins with it: every one needs its description read.
+      await small.db.query(`INSERT INTO werk (person_id, titel, art, beschreibung) SELECT 1, 'Kostenstudie ' || g, 'Skizze', 'Nebel über dem Hafen' FROM generate_series(1, 3000) AS g`);
+      const searches = async () => Number(/^portfolio_searches_total (\d+)$/m.exec(await (await fetch(`${small.origin}/metrics`)).text())?.[1]);
+      const path = `/search.json?${q('hafen', 'desc', 'begins_with')}`;
+      const first = await fetch(small.origin + path);
+      assert.equal(first.status, 400, await first.clone().text());
+      assert.match((await readJson(first) as { detail: string }).detail, /checked the first 2000 rows that have its words/);
+      const made = await searches();
+      for (let i = 0; i < 3; i++) assert.equal((await fetch(small.origin + path)).status, 400);
+      assert.equal(await searches(), made, 'the refusal was kept');
+    } finally {
+      await small.close();
+    }
+  });
+
   test('more hits than a search takes: the total and the counts say "at least", and paging stops at the cap', async () => {
     const small = await startTestServer({ NODE_ENV: 'production', SEARCH_MAX_HITS: '20' });
     try {

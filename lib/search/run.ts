@@ -33,6 +33,11 @@ const maxExpansions = 60;
 const expansionBudget = 120;
 /** Rows a search's phrases may be checked on, per kind, as a multiple of the hits it takes. */
 const checksPerHit = 20;
+/**
+ * Rows whose descriptions a search's phrases may be read for, per kind: two statements of 1,000
+ * rows, each well within SEARCH_TIMEOUT_MS at a million works, as much as any search may cost.
+ */
+const maxDescribed = 2000;
 /** The data version a search must see, or 'latest': the index as it last was. */
 export type Wanted = bigint | null | 'latest';
 
@@ -171,24 +176,25 @@ export class Searcher implements SearchEngine {
       spec.scope === 'personen' ? null : kindPlan(spec.lines, 'werk', words, index),
     ].filter((p): p is Plan => p !== null).map((p) => ({ ...p, rows: withFacets(p.rows, p.kind, spec.facets, index) }));
     const hits: Hits = { person: { ids: [], scores: [] }, werk: { ids: [], scores: [] } };
-    let stopped = false;
+    let stopped = 0;
     for (const plan of plans) {
+      const maxChecked = plan.description ? maxDescribed : checksPerHit * cap;
       const rows = plan.kind === 'person' ? index.personen.lexemes.rows : index.werke.lexemes.rows;
       // One row more than it takes tells that there were more; only the rows taken are ranked, counted and paged.
       const taken = await takeRows(plan, rows, {
         limit: cap + 1,
-        maxChecked: checksPerHit * cap,
+        maxChecked,
         texts: (descriptions) => textsOf(plan.kind, index, descriptions),
         describe: (ids) => this.describe(db, ids),
       });
       if (taken.ids.length > cap || taken.stopped) found.exact = false;
-      if (taken.stopped) stopped = true;
+      if (taken.stopped) stopped = Math.max(stopped, maxChecked);
       const ids = taken.ids.slice(0, cap);
       hits[plan.kind] = { ids, scores: scoreRows(plan, ids, textsOf(plan.kind, index, taken.descriptions)) };
     }
     found.total = hits.person.ids.length + hits.werk.ids.length;
-    if (stopped && found.total === 0) {
-      throw new HttpError(400, `The search ${quoteTerms(spec.lines)} checked the first ${checksPerHit * cap} rows that have its words for its phrases, exact or begins_with, and none matched: its words are in most rows. Add a rarer word or more letters, or a facet.`);
+    if (stopped > 0 && found.total === 0) {
+      throw new HttpError(400, `The search ${quoteTerms(spec.lines)} checked the first ${stopped} rows that have its words for its phrases, exact or begins_with, and none matched: its words are in most rows. Add a rarer word or more letters, or a facet.`);
     }
     // Past the end of a search whose hits were all taken: an empty page, as any list has. Past
     // the hits taken by one that had more: those were never taken.
