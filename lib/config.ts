@@ -77,6 +77,11 @@ export interface Config {
   dbPipelineRetryMs: number;
   /** Milliseconds a database statement may run before it is cancelled. */
   statementTimeoutMs: number;
+  /**
+   * Bytes a process keeps of remembered results, rendered documents and answers of a type of
+   * their own, a third each, shared by the primary and the replicas (docs/development.md).
+   */
+  keptMaxBytes: number;
   /** Search (docs/interface.md, Search): hits of each kind taken from the index, its time-out, its share of connections. */
   searchMaxHits: number;
   searchTimeoutMs: number;
@@ -156,6 +161,7 @@ export function readConfig(env: Env = process.env): Config {
     dbPipelineDepth: readInteger(env, 'DB_PIPELINE_DEPTH', 16, 1, 1000),
     dbPipelineRetryMs: readInteger(env, 'DB_PIPELINE_RETRY_MS', 20, 0, 60_000),
     statementTimeoutMs: readInteger(env, 'STATEMENT_TIMEOUT_MS', 5000, 100, 600_000),
+    keptMaxBytes: readInteger(env, 'KEPT_MAX_MB', 48, 1, 65_536) * 1024 * 1024,
     searchMaxHits: readInteger(env, 'SEARCH_MAX_HITS', 1000, 10, 100_000),
     searchTimeoutMs: readInteger(env, 'SEARCH_TIMEOUT_MS', 250, 50, 600_000),
     // A third of the pool by default, each search on a connection of its own taken out of it: the

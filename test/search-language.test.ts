@@ -432,6 +432,23 @@ describe('bounded cost', () => {
     }
   });
 
+  test('kept results are bounded by bytes (KEPT_MAX_MB): a stream of other searches pushes the first out', async () => {
+    const small = await startTestServer({ NODE_ENV: 'production', KEPT_MAX_MB: '1' });
+    try {
+      const searches = async () => Number(/^portfolio_searches_total (\d+)$/m.exec(await (await fetch(`${small.origin}/metrics`)).text())?.[1]);
+      const at = (offset: number) => `${small.origin}/search.json?${q('nebel')}&offset=${offset}`;
+      // 400 searches of a few KB each: more than a third of 1 MB, far fewer than a count of 2,000.
+      for (let offset = 0; offset < 400; offset++) assert.equal((await fetch(at(offset))).status, 200);
+      const made = await searches();
+      assert.equal((await fetch(at(399))).status, 200);
+      assert.equal(await searches(), made, 'the last search is still kept');
+      assert.equal((await fetch(at(0))).status, 200);
+      assert.equal(await searches(), made + 1, 'the first was pushed out, and made anew');
+    } finally {
+      await small.close();
+    }
+  });
+
   test('more hits than a search takes: the total and the counts say "at least", and paging stops at the cap', async () => {
     const small = await startTestServer({ NODE_ENV: 'production', SEARCH_MAX_HITS: '20' });
     try {

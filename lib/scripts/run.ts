@@ -204,9 +204,12 @@ export class ScriptRunner {
   private keptOn(server: Db): Kept {
     let kept = this.kept.get(server);
     if (!kept) {
+      // A third each of the process's budget, shared by the primary and every replica.
+      const { keptMaxBytes, databaseReplicaUrls } = this.parts.config;
+      const limit = Math.floor(keptMaxBytes / 3 / (1 + databaseReplicaUrls.length));
       kept = {
-        version: new DataVersion(server), results: new ResultCache(),
-        documents: new ResultCache({ limit: keptBytes, weigh: weighKept }), texts: new ResultCache({ limit: keptBytes, weigh: weighKept }),
+        version: new DataVersion(server), results: new ResultCache({ limit, weigh: weighResult }),
+        documents: new ResultCache({ limit, weigh: weighKept }), texts: new ResultCache({ limit, weigh: weighKept }),
       };
       this.kept.set(server, kept);
     }
@@ -232,11 +235,17 @@ export class ScriptRunner {
 }
 
 /**
- * The bytes kept documents may hold on each server, with their compressed bytes, and as many the
- * answers of a type of their own: a few thousand pages of 3 to 10 KB; five sitemap parts of 3 MB
- * (docs/development.md, Remembered results and kept documents).
+ * A remembered result weighs twice its JSON's characters (a string's two bytes, and the objects
+ * around the values), and 1 KB for its key: an estimate, so that a stream of large search
+ * results stays within the budget; one that cannot be written as JSON weighs 64 KB.
  */
-const keptBytes = 16 * 1024 * 1024;
+function weighResult(value: unknown): number {
+  try {
+    return 1024 + 2 * (JSON.stringify(value)?.length ?? 0);
+  } catch {
+    return 64 * 1024;
+  }
+}
 
 /** A kept document or compressed body weighs its bytes, and 1 KB for its key and the objects around them. */
 function weighKept(value: Produced | Buffer): number {
