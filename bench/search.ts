@@ -1,6 +1,8 @@
 // `npm run bench:search`: search as a catalogue's users meet it, on the benchmark's databases
 // (bench/run.ts; reused when a run before left them, generated otherwise), against the site's
-// former substring search (the baseline's search, bench/baseline.ts) in the same run:
+// former substring search (the baseline's search, bench/baseline.ts) and PostgreSQL's full-text
+// search done well (the same baseline with BASELINE_SEARCH=fts: German stemming, unaccent, GIN,
+// ranked top hits, facets; its tables made here once per database) in the same run:
 // - one and two words drawn from the generated titles and names, so frequent words come up as
 //   often as they are in the data, at 1 and at 64 connections, with every kept result made stale
 //   ten times a second by a change, so that a search is made anew on a word index that has caught
@@ -22,6 +24,7 @@ import type { LoadResult, Slice } from './load.ts';
 import { combine, runSlice } from './load.ts';
 import type { Started } from './run.ts';
 import { buildBaseline, prepareDataset, startServer, stopServer, watchStatements } from './run.ts';
+import { ftsSetup } from './baseline.ts';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -46,11 +49,32 @@ function expensiveSearch(random: () => number): string {
   return `/search.json?query=${encodeURIComponent(`any,contains,${words.join(' OR ')}`)}`;
 }
 
-type Server = 'product' | 'product, 2 workers' | 'baseline';
+type Server = 'product' | 'product, 2 workers' | 'baseline' | 'PostgreSQL full-text';
 
 interface Case { name: string; connections: number; path: (random: () => number) => string; servers: Server[] }
 
 interface Measured { works: number; case: string; server: Server; result: LoadResult; repeated: number; madeAnew: number | null }
+
+/** The full-text peer's tables and GIN indexes, made once per database; their bytes. */
+async function preparePeer(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const setting = Date.now();
+    for (const statement of ftsSetup) await client.query(statement);
+    const { rows } = await client.query<{ bytes: string }>(`SELECT (pg_total_relation_size('bench_fts_werk') + pg_total_relation_size('bench_fts_person'))::text AS bytes`);
+    console.log(`bench: the full-text peer's tables ready in ${((Date.now() - setting) / 1000).toFixed(1)} s`);
+    return Number(rows[0]?.bytes ?? 0);
+  } finally {
+    await client.end();
+  }
+}
+
+/** portfolio_search_index_bytes of a product server. */
+async function indexBytes(origin: string): Promise<number> {
+  const text = await (await fetch(`${origin}/metrics`)).text();
+  return Number(/^portfolio_search_index_bytes (\d+)$/m.exec(text)?.[1] ?? 0);
+}
 
 /** The searches a server has made on its word index (portfolio_searches_total); null for the baseline, which has no /metrics. */
 async function searchesMade(origin: string): Promise<number | null> {
@@ -66,6 +90,7 @@ async function main(): Promise<void> {
   const baselineFile = await buildBaseline();
   const rows: Measured[] = [];
   const burstRows: string[] = [];
+  const memoryRows: string[] = [];
   for (const works of sizes) {
     const dataset = await prepareDataset(works, { reuse: true });
     const product = await startServer(`the product (${works} works)`, startArguments(), {
@@ -75,6 +100,8 @@ async function main(): Promise<void> {
       NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: dataset.url, DEMO_DATA: '0', LOG_DIR: path.join(root, 'dist', 'bench-logs-2'), WEB_CONCURRENCY: '2',
     });
     const baseline = await startServer(`the baseline (${works} works)`, [baselineFile], { PORT: '0', DATABASE_URL: dataset.url, BASELINE_STYLE: 'strong' });
+    const peerSize = await preparePeer(dataset.url);
+    const peer = await startServer(`the full-text peer (${works} works)`, [baselineFile], { PORT: '0', DATABASE_URL: dataset.url, BASELINE_STYLE: 'strong', BASELINE_SEARCH: 'fts' });
     const quiet = await watchStatements([new URL(dataset.url).pathname.slice(1)]);
     // Every kept result stale ten times a second: a change to one work, as an editor makes.
     const writer = new pg.Client({ connectionString: dataset.url });
@@ -88,10 +115,10 @@ async function main(): Promise<void> {
     })();
     try {
       const cases: Case[] = [
-        { name: 'search, 1-2 words, uncached, 1 connection', connections: 1, path: userSearch, servers: ['product', 'baseline'] },
-        { name: 'search, 1-2 words, uncached, 64 connections', connections: 64, path: userSearch, servers: ['product', 'product, 2 workers', 'baseline'] },
+        { name: 'search, 1-2 words, uncached, 1 connection', connections: 1, path: userSearch, servers: ['product', 'baseline', 'PostgreSQL full-text'] },
+        { name: 'search, 1-2 words, uncached, 64 connections', connections: 64, path: userSearch, servers: ['product', 'product, 2 workers', 'baseline', 'PostgreSQL full-text'] },
       ];
-      const started = new Map<Server, Started>([['product', product], ['product, 2 workers', product2], ['baseline', baseline]]);
+      const started = new Map<Server, Started>([['product', product], ['product, 2 workers', product2], ['baseline', baseline], ['PostgreSQL full-text', peer]]);
       // Warm-up, as bench/run.ts has: the search's code compiled by V8 in every worker (cold, a
       // worker served a third less in its first ten seconds), the database's pages read.
       const warm = createRandom(99);
@@ -150,17 +177,19 @@ async function main(): Promise<void> {
       await changes;
       await writer.end();
       await quiet.end();
-      await Promise.all([stopServer(product), stopServer(product2), stopServer(baseline)]);
+      memoryRows.push(`| ${works} | ${(await indexBytes(product.origin) / 2 ** 20).toFixed(0)} MB outside the heap | ${(peerSize / 2 ** 20).toFixed(0)} MB of tables and GIN indexes (in PostgreSQL's cache) |`);
+      await Promise.all([stopServer(product), stopServer(product2), stopServer(baseline), stopServer(peer)]);
     }
   }
   const minutes = ((Date.now() - started) / 60_000).toFixed(1);
   const table = [
-    '| works | case | server | req/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | non-2xx | repeated URLs | searches made anew | made anew/s |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.works} | ${r.case} | ${r.server} | ${r.result.requestsPerSecond.toFixed(0)} | ${r.result.p50} | ${r.result.p99} | ${r.result.p99_9} | ${r.result.max} | ${r.result.errors} | ${r.result.non2xx} | ${(r.repeated * 100).toFixed(0)}% | ${r.madeAnew === null ? '' : `${(r.madeAnew * 100).toFixed(1)}%`} | ${r.madeAnew === null ? '' : (r.madeAnew * r.result.requestsPerSecond).toFixed(0)} |`),
+    '| works | case | server | req/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | non-2xx | repeated URLs | searches made anew | made anew/s | peak RSS, largest process |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.works} | ${r.case} | ${r.server} | ${r.result.requestsPerSecond.toFixed(0)} | ${r.result.p50} | ${r.result.p99} | ${r.result.p99_9} | ${r.result.max} | ${r.result.errors} | ${r.result.non2xx} | ${(r.repeated * 100).toFixed(0)}% | ${r.madeAnew === null ? '' : `${(r.madeAnew * 100).toFixed(1)}%`} | ${r.madeAnew === null ? '' : (r.madeAnew * r.result.requestsPerSecond).toFixed(0)} | ${r.result.peakRssMb.toFixed(0)} MB |`),
   ].join('\n');
   const burst = ['| works | load | req/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | non-2xx |', '|---|---|---|---|---|---|---|---|---|', ...burstRows].join('\n');
-  const text = `# Search benchmark\n\n${seconds} s per server and case in ${slices} turns, kept results made stale ten times a second; whole run ${minutes} min, ${new Date().toISOString().slice(0, 10)}. The baseline is the former substring search.\n\n${table}\n\n## Expensive searches beside person pages\n\n${burst}\n`;
+  const memory = ['| works | the product\'s word index | the full-text peer\'s |', '|---|---|---|', ...memoryRows].join('\n');
+  const text = `# Search benchmark\n\n${seconds} s per server and case in ${slices} turns, kept results made stale ten times a second; whole run ${minutes} min, ${new Date().toISOString().slice(0, 10)}. The baseline is the former substring search; the PostgreSQL full-text peer is bench/baseline.ts with BASELINE_SEARCH=fts.\n\n${table}\n\n## What the index holds\n\n${memory}\n\n## Expensive searches beside person pages\n\n${burst}\n`;
   writeFileSync(path.join(root, 'bench/search-results.md'), text);
   console.log(`\n${text}`);
 }
