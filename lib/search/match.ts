@@ -146,8 +146,11 @@ function levelOf(levels: readonly { sets: IdSet[]; tier: number }[], id: number)
  */
 const shared = { words: new Uint32Array(blockWords), bits: new Uint32Array(blockWords), open: new Uint8Array(0), scratch: [] as Uint32Array[] };
 
-/** Evaluates a set query for one block of a kind's rows into a bitmap, with a bitmap of scratch space per level (shared). */
-class Combiner {
+/**
+ * Evaluates a set query for one block of a kind's rows into a bitmap, with a bitmap of scratch space
+ * per level (shared). Exported for bench/id-sets.ts, which times it against another kind of set.
+ */
+export class Combiner {
   private readonly scratch = shared.scratch;
 
   constructor(private readonly rows: IdSet) {}
