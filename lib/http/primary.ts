@@ -77,12 +77,11 @@ class Primary {
   private folding: Promise<void> = Promise.resolve();
   /** Where the search process listens: in a folder of the primary's own (0700), removed at exit. */
   private readonly searchSocket: string;
-  /** The search process that serves, and the one a reload starts to take its place. */
+  /** Every search process alive; the one that serves, and the one a reload starts to take its place. */
+  private readonly searches = new Set<Worker>();
   private search: Worker | null = null;
   private nextSearch: { worker: Worker; arrived: (isReady: boolean) => void } | null = null;
   private searchRestart: number = searchRestartMs[0];
-  /** Search processes told to stop (a reload replaced them). */
-  private readonly retiredSearches = new Set<Worker>();
 
   constructor(
     private readonly config: Config, private readonly listener: net.Server,
@@ -103,8 +102,7 @@ class Primary {
     process.on('SIGUSR2', () => void this.reload());
     process.on('SIGHUP', () => {
       this.logs.reopen();
-      for (const worker of this.workers()) worker.process.kill('SIGHUP');
-      this.search?.process.kill('SIGHUP');
+      for (const worker of this.processes()) worker.process.kill('SIGHUP');
     });
     this.search = this.forkSearch();
     for (let i = 0; i < this.config.webConcurrency; i++) this.fork();
@@ -151,11 +149,13 @@ class Primary {
   }
 
   private forkSearch(): Worker {
-    return cluster.fork({ PORTFOLIO_SEARCH_SOCKET: this.searchSocket, PORTFOLIO_ROLE: 'search' });
+    const worker = cluster.fork({ PORTFOLIO_SEARCH_SOCKET: this.searchSocket, PORTFOLIO_ROLE: 'search' });
+    this.searches.add(worker);
+    return worker;
   }
 
   private isSearch(worker: Worker): boolean {
-    return worker === this.search || worker === this.nextSearch?.worker || this.retiredSearches.has(worker);
+    return this.searches.has(worker);
   }
 
   /** The serving workers, the search processes left out. */
@@ -163,8 +163,9 @@ class Primary {
     return this.processes().filter((w) => !this.isSearch(w));
   }
 
+  /** Every process alive: one that has exited may still be listed during its own 'exit'. */
   private processes(): Worker[] {
-    return Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+    return Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead());
   }
 
   private handOff(socket: net.Socket): void {
@@ -208,9 +209,8 @@ class Primary {
         this.handing.get(worker)?.shift()?.destroy();
         return;
       case 'ready':
-        // A worker serves once it is ready when none other does (the start, or all died): the
-        // probes and the pages answer while it reads its search index. Beside workers that serve,
-        // it waits until it is complete, so that a reload never trades a search index for none.
+        // A worker serves once it is ready when none other does (the start, or all died); beside
+        // workers that serve, once it is complete (it keeps no index: just after).
         if (this.ready.length === 0) this.serve(worker);
         return;
       case 'complete':
@@ -324,7 +324,7 @@ class Primary {
   private arrival(worker: Worker): Promise<boolean> {
     return new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => {
-        this.log(`worker ${worker.process.pid} had not read its search index ${startTimeoutMs / 1000} s after it started; killed`);
+        this.log(`worker ${worker.process.pid} had not said it is complete ${startTimeoutMs / 1000} s after it started; killed`);
         worker.process.kill('SIGKILL');
       }, startTimeoutMs);
       this.arriving.set(worker, (isReady) => {
@@ -373,9 +373,9 @@ class Primary {
     for (const worker of this.replacing) if (worker.isDead() && !this.stopping) this.fork();
     this.replacing.clear();
     if (!this.stopping && !failed) {
-      await this.replaceSearch();
-      const search = this.search ? `, search process ${this.search.process.pid}` : '';
-      this.log(`reloaded: workers ${this.ready.map((w) => w.process.pid).join(', ')} serve${search}`, 'notice');
+      const replaced = await this.replaceSearch();
+      const search = !this.search ? '' : replaced ? `, search process ${this.search.process.pid}` : `; the search process before, ${this.search.process.pid}, goes on`;
+      if (!this.stopping) this.log(`reloaded: workers ${this.ready.map((w) => w.process.pid).join(', ')} serve${search}`, 'notice');
     }
     this.reloading = false;
   }
@@ -420,17 +420,17 @@ class Primary {
     else search.process.kill('SIGTERM');
   }
 
+  /** A search process has read the index: the next that dies is started again after the shortest wait. */
   private searchComplete(worker: Worker): void {
-    if (worker === this.search) {
-      this.searchRestart = searchRestartMs[0];
-      return;
-    }
+    if (worker === this.search || worker === this.nextSearch?.worker) this.searchRestart = searchRestartMs[0];
     if (worker === this.nextSearch?.worker) this.nextSearch.arrived(true);
+    // One nobody waits for any more (a stop came while it read): it goes.
+    else if (worker !== this.search) this.stopSearch(worker);
   }
 
   private searchExited(worker: Worker, code: number, signal: string): void {
     const how = signal ? `signal ${signal}` : `exit code ${code}`;
-    this.retiredSearches.delete(worker);
+    this.searches.delete(worker);
     if (worker === this.nextSearch?.worker) {
       this.nextSearch.arrived(false);
       if (!this.stopping) this.log(`the reload's search process ${worker.process.pid} died (${how}); the one before goes on serving`);
@@ -447,17 +447,19 @@ class Primary {
     this.searchRestart = Math.min(searchRestartMs[1], wait * 2);
     this.log(`the search process ${worker.process.pid} died (${how}); a new one starts in ${wait / 1000} s, and searches are 503 until it has read the index`);
     this.search = null;
-    setTimeout(() => {
-      if (!this.stopping && !this.search) this.search = this.forkSearch();
-    }, wait).unref();
+    setTimeout(() => this.restartSearch(), wait).unref();
+  }
+
+  /** A search process in place of one that died, unless a reload's is on its way to take the place. */
+  private restartSearch(): void {
+    if (!this.stopping && !this.search && !this.nextSearch) this.search = this.forkSearch();
   }
 
   /**
    * A reload's last step: a new search process reads the index while the one before serves, and
    * takes the socket's name once it has (service.ts); then the one before stops.
    */
-  private async replaceSearch(): Promise<void> {
-    const old = this.search;
+  private async replaceSearch(): Promise<boolean> {
     const worker = this.forkSearch();
     const complete = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => {
@@ -467,11 +469,15 @@ class Primary {
       this.nextSearch = { worker, arrived: (isReady) => { clearTimeout(timer); resolve(isReady); } };
     });
     this.nextSearch = null;
-    if (!complete) return;
-    this.search = worker;
-    if (old && !old.isDead()) {
-      this.retiredSearches.add(old);
-      this.stopSearch(old);
+    if (!complete) {
+      if (!worker.isDead()) this.stopSearch(worker);
+      // The one before died meanwhile: one in its place.
+      this.restartSearch();
+      return false;
     }
+    const old = this.search;
+    this.search = worker;
+    if (old && !old.isDead()) this.stopSearch(old);
+    return true;
   }
 }

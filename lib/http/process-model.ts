@@ -18,7 +18,8 @@ export const collectTimeoutMs = 2000;
 /** The messages between the primary and a worker. */
 export type Message =
   | { portfolio: 'ready' } | { portfolio: 'connection' } | { portfolio: 'took' } | { portfolio: 'stop' }
-  // A worker serves from 'ready' on; 'complete' once it has read what it keeps (the search index).
+  // A worker serves from 'ready' on, and says 'complete' just after (it keeps no index); the
+  // search process says 'complete' once it has read the index.
   | { portfolio: 'complete' }
   // The primary tells a worker that serves the port's address, once it is open.
   | { portfolio: 'address'; address: string }

@@ -6,6 +6,7 @@
 // lock another connection takes on site_secret, the index's reading by one on search_word, the
 // last table it reads: PostgreSQL only, as PGlite has no other connection to take them.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { backend, rawRequest, waitFor } from '../helpers.ts';
@@ -153,6 +154,31 @@ describe('while the search process reads the index', () => {
     }
     await waitFor(() => program.readLog('error.log'), (text) => /reloaded: workers \d+, \d+ serve, search process \d+/.test(text), 30_000);
     assert.deepEqual([...new Set(await searchUntilFound(program.origin, 4))], [200]);
+  });
+
+  test('the search process killed while a reload\'s new one reads the index: the new one takes its place, and only it', onPostgres, async () => {
+    const program = running as Program;
+    const [old] = searchPids(program.output()).slice(-1);
+    const started = searchPids(program.output()).length;
+    const lock = await hold(own.db.url as string, 'search_word');
+    try {
+      program.child.kill('SIGUSR2');
+      assert.ok(await waitingForLock(own.db.url as string), 'the reload\'s search process came to wait for search_word');
+      process.kill(old as number, 'SIGKILL');
+      await waitFor(() => program.readLog('error.log'), (text) => text.includes(`the search process ${old} died`), 10_000);
+      // No other is started in its place while the reload's reads: 2 s, longer than the restart's wait.
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      assert.equal(searchPids(program.output()).length, started);
+    } finally {
+      await lock.release();
+    }
+    await waitFor(() => program.readLog('error.log'), (text) => /reloaded: workers \d+, \d+ serve, search process \d+\n[^]*$/.test(text.slice(text.lastIndexOf('reloading:'))), 30_000);
+    const searching = searchPids(program.output()).slice(started);
+    assert.equal(searching.length, 1, 'one search process answers');
+    const children = readFileSync(`/proc/${program.child.pid}/task/${program.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    assert.equal(children.length, 3, `two workers and one search process: ${children.join(', ')}`);
+    assert.ok(children.includes(searching[0] as number));
+    assert.deepEqual((await searchUntilFound(program.origin, 4)).slice(-4), [200, 200, 200, 200]);
   });
 
   test('a search process killed under search load: searches are 200 or 503 with Retry-After, and it comes back by itself', onPostgres, async (t) => {
