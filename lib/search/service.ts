@@ -1,7 +1,7 @@
 // The search process: with WEB_CONCURRENCY of 2 or more, the one process of a server that keeps
 // the word index (run.ts). The primary starts it beside the workers and starts it again when it
 // dies; the workers ask it over a Unix socket (client.ts), in HTTP: POST /find with a search and
-// the data version it must see, GET /stats for the metrics. docs/operations.md, The search process.
+// the data version it must see, GET /stats for the metrics. docs/operations.md, Processes and signals.
 import { chmodSync, renameSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { Db } from '../db/index.ts';
@@ -66,12 +66,14 @@ export function serveSearches(searcher: Searcher): http.Server {
     req.on('end', () => {
       if (size > maxQuestionBytes) return send(res, 413, carry(new HttpError(413, 'The search is too large.')));
       let question: Question;
+      let wanted: Wanted;
       try {
         question = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Question;
+        wanted = wantedOf(question.version);
       } catch {
         return send(res, 400, carry(new HttpError(400, 'The search could not be read.')));
       }
-      searcher.search(question.spec, wantedOf(question.version)).then(
+      searcher.search(question.spec, wanted).then(
         (searched: Searched) => send(res, 200, searched),
         (err: unknown) => send(res, 200, { error: carry(err) }),
       );
@@ -102,7 +104,8 @@ export async function runSearchService(db: Db, options: ServiceOptions): Promise
   rmSync(own, { force: true });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(own, () => {
+    // Its own socket, not one the cluster's primary listens on and hands connections from.
+    server.listen({ path: own, exclusive: true }, () => {
       server.off('error', reject);
       resolve();
     });
@@ -111,14 +114,16 @@ export async function runSearchService(db: Db, options: ServiceOptions): Promise
   chmodSync(own, 0o600);
   server.on('error', (err) => options.onError(`search process: ${err.message}`));
   let stopping = false;
+  // The searches under way are answered first (at most 5 s), then the database is closed.
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    searcher.close();
-    server.close();
+    server.close(() => {
+      searcher.close();
+      void db.close().finally(() => process.exit(0));
+    });
     server.closeIdleConnections();
     setTimeout(() => server.closeAllConnections(), 5000).unref();
-    void db.close().finally(() => process.exit(0));
   };
   // The primary says when, after its workers have finished their requests; a SIGTERM sent to
   // the whole group (systemctl stop) must not end the searches of those requests first. Without
