@@ -11,10 +11,10 @@ import type { Db } from '../db/index.ts';
 import type { Exchange } from '../http/index.ts';
 import { askPrimary, onCollect } from '../http/index.ts';
 
-/** What the metrics read from the parts of a running app. */
 /** The search's figures (lib/search, SearchStats). */
 interface SearchFigures { personen: number; werke: number; bytes: number; searches: number; catchUps: number; reloads: number }
 
+/** What the metrics read from the parts of a running app. */
 export interface MetricSources {
   db: Db;
   logFailedWrites: () => number;
@@ -24,7 +24,7 @@ export interface MetricSources {
   countSessions: () => Promise<{ signedIn: number; anonymous: number }>;
   /** The replicas (DATABASE_REPLICA_URL) as this process sees them. */
   replicas?: () => { host: string; up: boolean; lagMs: number; reads: number }[];
-  /** The search's word index in this process (lib/search/word-index.ts). */
+  /** The search's word index: this process's, or the search process's (lib/search/word-index.ts). */
   search?: () => SearchFigures | Promise<SearchFigures>;
 }
 
@@ -222,8 +222,12 @@ export async function clusterMetrics(gather: () => Promise<unknown[]>): Promise<
  */
 export async function foldMetrics(values: unknown[]): Promise<unknown> {
   const added = await AggregatorRegistry.aggregate(metricsOf(values)).getMetricsAsJSON();
-  return added.filter((metric) => String(metric.type) === 'counter' || String(metric.type) === 'histogram');
+  // The search's counters are the search process's, which every worker reports: a worker that
+  // goes takes nothing of them with it, and a new search process starts them anew (a reset).
+  return added.filter((metric) => (String(metric.type) === 'counter' || String(metric.type) === 'histogram') && !searchCounters.has(metric.name));
 }
+
+const searchCounters = new Set(['portfolio_search_index_reads_total', 'portfolio_searches_total']);
 
 /** The values that are metrics: a worker that failed to collect gave none. */
 function metricsOf(values: unknown[]): Json[] {

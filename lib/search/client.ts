@@ -18,6 +18,8 @@ import { Turns } from './turns.ts';
 const maxConnections = 64;
 /** What a search may take in the search process beyond its own bounds before the worker gives up. */
 const marginMs = 5000;
+/** How long a metrics scrape waits for the search process's figures before it takes the last ones. */
+const statsMs = 1000;
 /** A connection unused this long is closed, well before the search process closes it (60 s). */
 const idleMs = 30_000;
 
@@ -31,6 +33,7 @@ export class SearchClient implements SearchEngine {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: maxConnections, timeout: idleMs });
   private readonly turns: Turns;
   private counted: { at: number; stats: Promise<SearchStats> } | null = null;
+  private lastStats: SearchStats = noStats;
 
   /** socket: where the search process listens; primary: the database whose changes its index follows. */
   constructor(private readonly socket: string, private readonly primary: Db, private readonly limits: SearchLimits) {
@@ -46,11 +49,14 @@ export class SearchClient implements SearchEngine {
     this.agent.destroy();
   }
 
-  /** The search process's figures, asked at most once a second; zeros while it cannot be asked. */
+  /**
+   * The search process's figures, asked at most once a second; the last ones while it does not
+   * answer within a second (busy with searches, or starting), zeros before it ever has.
+   */
   stats(): Promise<SearchStats> {
     if (!this.counted || Date.now() - this.counted.at > 1000) {
-      const stats = this.ask<SearchStats>('GET', '/stats', null).catch(() => noStats);
-      this.counted = { at: Date.now(), stats };
+      const asked = this.ask<SearchStats>('GET', '/stats', null, true, statsMs).then((stats) => (this.lastStats = stats), () => this.lastStats);
+      this.counted = { at: Date.now(), stats: asked };
     }
     return this.counted.stats;
   }
@@ -81,12 +87,13 @@ export class SearchClient implements SearchEngine {
     return answer;
   }
 
-  private ask<T>(method: 'GET' | 'POST', path: string, body: unknown, again = true): Promise<T> {
+  private ask<T>(method: 'GET' | 'POST', path: string, body: unknown, again = true, timeoutMs = this.limits.timeoutMs + this.limits.waitMs + marginMs): Promise<T> {
     const text = body === null ? undefined : JSON.stringify(body);
     return new Promise<T>((resolve, reject) => {
       const req = http.request({
-        socketPath: this.socket, agent: this.agent, method, path,
-        timeout: this.limits.timeoutMs + this.limits.waitMs + marginMs,
+        // The figures on a connection of their own: they wait for no search.
+        socketPath: this.socket, agent: method === 'GET' ? false : this.agent, method, path,
+        timeout: timeoutMs,
         headers: text === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) },
       }, (res) => {
         const chunks: Buffer[] = [];
@@ -106,7 +113,7 @@ export class SearchClient implements SearchEngine {
       // kept connection the search process closed as it was reused is tried once more, anew.
       let timedOut = false;
       req.on('error', () => {
-        if (again && req.reusedSocket && !timedOut) this.ask<T>(method, path, body, false).then(resolve, reject);
+        if (again && req.reusedSocket && !timedOut) this.ask<T>(method, path, body, false, timeoutMs).then(resolve, reject);
         else reject(restarting());
       });
       req.on('timeout', () => {
