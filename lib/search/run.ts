@@ -34,8 +34,8 @@ const expansionBudget = 120;
 /** Rows a search's phrases may be checked on, per kind, as a multiple of the hits it takes. */
 const checksPerHit = 20;
 /**
- * Rows whose descriptions a search's phrases may be read for, per kind: two statements of 1,000
- * rows, each well within SEARCH_TIMEOUT_MS at a million works, as much as any search may cost.
+ * Rows whose descriptions a search's phrases may be read for, per kind, in statements of 1,000
+ * rows at most: well within SEARCH_TIMEOUT_MS at a million works, as much as any search may cost.
  */
 const maxDescribed = 2000;
 /** The data version a search must see, or 'latest': the index as it last was. */
