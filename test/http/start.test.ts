@@ -175,7 +175,9 @@ describe('while the search process reads the index', () => {
     await waitFor(() => program.readLog('error.log'), (text) => /reloaded: workers \d+, \d+ serve, search process \d+\n[^]*$/.test(text.slice(text.lastIndexOf('reloading:'))), 30_000);
     const searching = searchPids(program.output()).slice(started);
     assert.equal(searching.length, 1, 'one search process answers');
-    const children = readFileSync(`/proc/${program.child.pid}/task/${program.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    // The old workers finish their requests and exit; then the primary has two workers and one search process.
+    const childrenOf = () => readFileSync(`/proc/${program.child.pid}/task/${program.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    const children = await waitFor(childrenOf, (pids) => pids.length === 3, 15_000);
     assert.equal(children.length, 3, `two workers and one search process: ${children.join(', ')}`);
     assert.ok(children.includes(searching[0] as number));
     assert.deepEqual((await searchUntilFound(program.origin, 4)).slice(-4), [200, 200, 200, 200]);
