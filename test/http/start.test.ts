@@ -101,7 +101,7 @@ describe('while the search process reads the index', () => {
     const lock = await hold(own.db.url as string, 'search_word');
     try {
       // Both workers serve: they keep no index. The search process waits for the lock.
-      running = await startProgram({ DATABASE_URL: own.db.url as string, WEB_CONCURRENCY: '2' });
+      running = await startProgram({ DATABASE_URL: own.db.url as string, WEB_CONCURRENCY: '2' }, { searching: false });
       const origin = running.origin;
       assert.ok(await waitingForLock(own.db.url as string), 'the search process came to wait for search_word');
       for (const [path, status] of [['/healthz', 200], ['/readyz', 200], ['/person/max-muster.json', 200], ['/personen.json', 200]] as const) {
