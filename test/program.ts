@@ -49,9 +49,9 @@ export async function startOwnProgram(env: Record<string, string> = {}): Promise
 }
 
 /**
- * Starts the program and waits until every worker serves and, with workers, until the search
- * process has read the index (searches are 503 before); `serving` waits for fewer workers,
- * `searching: false` not for the search process.
+ * Starts the program and waits until every worker serves and the search index is read (by the
+ * search process, or the one process; searches are 503 before); `serving` waits for fewer
+ * workers, `searching: false` not for the index.
  */
 export async function startProgram(env: Record<string, string>, options: { serving?: number; searching?: boolean } = {}): Promise<Program> {
   // Built once per test process, from the sources as they are now.
@@ -68,8 +68,8 @@ export async function startProgram(env: Record<string, string>, options: { servi
   child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString(); });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const workers = options.serving ?? Number(env.WEB_CONCURRENCY ?? 1);
-  const searching = (options.searching ?? true) && Number(env.WEB_CONCURRENCY ?? 1) > 1;
-  const listening = (text: string) => (text.match(/listening on /g) ?? []).length >= workers && (!searching || /search process \d+ answers searches/.test(text));
+  const searching = options.searching ?? true;
+  const listening = (text: string) => (text.match(/listening on /g) ?? []).length >= workers && (!searching || /search process \d+ answers searches|search index is read/.test(text));
   await waitFor(() => output, (text) => listening(text) || child.exitCode !== null, 60_000);
   const port = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(output)?.[1];
   if (!port || !listening(output)) throw new Error(`the server did not start:\n${output}`);

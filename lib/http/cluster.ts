@@ -99,6 +99,8 @@ export async function listen(app: Served & Stoppable, config: Config, database: 
     handleSignals(app, (onClosed) => stopAccepting(server, onClosed), server, drainMs);
     // One process has no workers to replace: a reload is a restart (docs/operations.md).
     process.on('SIGUSR2', () => app.logError('SIGUSR2 ignored: a rolling reload needs WEB_CONCURRENCY of 2 or more; restart instead', 'warn'));
+    // It keeps the search index itself: searches are 503 until it says this.
+    void app.complete.then(() => console.log('portfolio: the search index is read; searches are answered'));
   }
   const who = cluster.isWorker ? `worker ${process.pid} ` : '';
   console.log(`portfolio: ${who}listening on ${where}/ (${database}, display_errors ${config.displayErrors ? 'on' : 'off'})`);
