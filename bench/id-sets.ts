@@ -377,24 +377,33 @@ function idSetRunner(built: IdSets): Runner {
       and: (query: Query) => takeIds(query, rows, words),
       or: (query: Query) => takeIds(query, rows, words),
       andNot: (query: Query) => takeIds(query, rows, words),
-      has: ({ set, ids }: { set: IdSet; ids: Uint32Array }) => {
-        let found = 0;
-        for (let i = 0; i < ids.length; i++) if (set.has(ids[i]!)) found++;
-        return found;
-      },
-      change: ({ row, sets: of }: { row: number; sets: IdSet[] }) => {
-        let emptied = 0;
-        rows.delete(row);
-        for (const set of of) {
-          set.delete(row);
-          if (set.size === 0) emptied++;
-        }
-        rows.add(row);
-        for (const set of of) set.add(row);
-        return of.length + emptied;
-      },
+      has: ({ set, ids }: { set: IdSet; ids: Uint32Array }) => countHas(set, ids),
+      change: ({ row, sets: of }: { row: number; sets: IdSet[] }) => changeRow(rows, row, of),
     },
   };
+}
+
+/** A set as both kinds are: what has() and a changed row use. */
+interface AnySet { has(id: number): boolean; add(id: number): unknown; delete(id: number): unknown; readonly size: number }
+
+/** How many of ids the set has. */
+function countHas(set: AnySet, ids: Uint32Array): number {
+  let found = 0;
+  for (let i = 0; i < ids.length; i++) if (set.has(ids[i]!)) found++;
+  return found;
+}
+
+/** A row changed: taken out of the rows and its sets, then put back; the sets it emptied on the way count. */
+function changeRow(rows: AnySet, row: number, of: readonly AnySet[]): number {
+  let emptied = 0;
+  rows.delete(row);
+  for (const set of of) {
+    set.delete(row);
+    if (set.size === 0) emptied++;
+  }
+  rows.add(row);
+  for (const set of of) set.add(row);
+  return of.length + emptied;
 }
 
 function bitmapRunner(built: Bitmaps): Runner {
@@ -413,22 +422,8 @@ function bitmapRunner(built: Bitmaps): Runner {
       and: ([a, b]: Bitmap[]) => RoaringBitmap32.and(a!, b!).toUint32Array(limit),
       or: (of: Bitmap[]) => RoaringBitmap32.orMany(of).toUint32Array(limit),
       andNot: ([a, b]: Bitmap[]) => RoaringBitmap32.andNot(a!, b!).toUint32Array(limit),
-      has: ({ set, ids }: { set: Bitmap; ids: Uint32Array }) => {
-        let found = 0;
-        for (let i = 0; i < ids.length; i++) if (set.has(ids[i]!)) found++;
-        return found;
-      },
-      change: ({ row, sets: of }: { row: number; sets: Bitmap[] }) => {
-        let emptied = 0;
-        rows.delete(row);
-        for (const set of of) {
-          set.delete(row);
-          if (set.size === 0) emptied++;
-        }
-        rows.add(row);
-        for (const set of of) set.add(row);
-        return of.length + emptied;
-      },
+      has: ({ set, ids }: { set: Bitmap; ids: Uint32Array }) => countHas(set, ids),
+      change: ({ row, sets: of }: { row: number; sets: Bitmap[] }) => changeRow(rows, row, of),
     },
   };
 }
