@@ -4,14 +4,12 @@
 // reached (it starts, or starts again after it died), a search is 503 with Retry-After.
 import http from 'node:http';
 import type { Db } from '../db/index.ts';
-import { DbUnavailableError } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
-import { pageRowsRead } from './page.ts';
-import type { Searched } from './run.ts';
+import type { Searched, Wanted } from './run.ts';
+import { indexNotRead, requestSearch } from './run.ts';
 import type { Carried, Question } from './service.ts';
 import { uncarry } from './service.ts';
 import type { RequestSearch, SearchEngine, SearchLimits, SearchSpec, SearchStats } from './spec.ts';
-import { suggest } from './suggest.ts';
 import { Turns } from './turns.ts';
 
 /** Searches of one worker on their way to the search process at once; more wait for a connection. */
@@ -24,10 +22,6 @@ const statsMs = 1000;
 const idleMs = 30_000;
 
 const noStats: SearchStats = { personen: 0, werke: 0, bytes: 0, searches: 0, catchUps: 0, reloads: 0 };
-
-function restarting(): HttpError {
-  return new HttpError(503, 'Search is starting: its index is being read. Try again in a few seconds.', { headers: { 'retry-after': '5' } });
-}
 
 export class SearchClient implements SearchEngine {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: maxConnections, timeout: idleMs });
@@ -61,27 +55,16 @@ export class SearchClient implements SearchEngine {
     return this.counted.stats;
   }
 
+  /** The search one request runs (requestSearch in run.ts), on the search process's index. */
   forRequest(version: () => Promise<bigint | null>, db: Db): RequestSearch {
-    return {
-      find: async (spec) => {
-        let wanted: Question['version'];
-        try {
-          const read = await version();
-          wanted = read === null ? null : String(read);
-        } catch (err) {
-          // The primary out of reach: the index as it last was, and the rows from the replica.
-          if (!(err instanceof DbUnavailableError) || db === this.primary) throw err;
-          wanted = 'latest';
-        }
-        const { found, unread } = await this.find(spec, wanted);
-        if (unread) found.hits = unread.length === 0 ? [] : await pageRowsRead(db, unread);
-        return found;
-      },
-      suggest: (conditions, lines) => suggest(db, this.turns, this.limits.timeoutMs, conditions, lines),
-    };
+    return requestSearch({
+      primary: this.primary, db, version, turns: this.turns, timeoutMs: this.limits.timeoutMs,
+      search: (spec, wanted) => this.find(spec, wanted),
+    });
   }
 
-  private async find(spec: SearchSpec, version: Question['version']): Promise<Searched> {
+  private async find(spec: SearchSpec, wanted: Wanted): Promise<Searched> {
+    const version = typeof wanted === 'bigint' ? String(wanted) : wanted;
     const answer = await this.ask<Searched | { error: Carried }>('POST', '/find', { spec, version } satisfies Question);
     if ('error' in answer) throw uncarry(answer.error);
     return answer;
@@ -98,14 +81,14 @@ export class SearchClient implements SearchEngine {
       }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('error', () => reject(restarting()));
+        res.on('error', () => reject(indexNotRead()));
         res.on('end', () => {
           try {
             const value = JSON.parse(Buffer.concat(chunks).toString('utf8')) as T | Carried;
             if (res.statusCode !== 200) return reject(uncarry(value as Carried));
             resolve(value as T);
           } catch {
-            reject(restarting());
+            reject(indexNotRead());
           }
         });
       });
@@ -114,7 +97,7 @@ export class SearchClient implements SearchEngine {
       let timedOut = false;
       req.on('error', () => {
         if (again && req.reusedSocket && !timedOut) this.ask<T>(method, path, body, false, timeoutMs).then(resolve, reject);
-        else reject(restarting());
+        else reject(indexNotRead());
       });
       req.on('timeout', () => {
         timedOut = true;

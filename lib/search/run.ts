@@ -44,6 +44,40 @@ export type Wanted = bigint | null | 'latest';
 /** A search's answer; unread: the page's hits whose rows are still to be read, where the request reads. */
 export interface Searched { found: Found; unread: Ranked[] | null }
 
+/** A search before the index is read: this process's, or the search process's (client.ts). */
+export function indexNotRead(): HttpError {
+  return new HttpError(503, 'Search is starting: its index is being read. Try again in a few seconds.', { headers: { 'retry-after': '5' } });
+}
+
+/**
+ * The search one request runs: on an index with every change the request's data version of the
+ * primary counts (read once for the request and the requests that come with it), reading its
+ * rows from `db`, where the request reads. While the primary cannot be reached, on the index as
+ * it last was: a replica answers the rest, as it does for the other pages. `search` is the
+ * index's: this process's (Searcher), or the search process's (client.ts).
+ */
+export function requestSearch(parts: {
+  primary: Db; db: Db; version: () => Promise<bigint | null>; turns: Turns; timeoutMs: number;
+  search: (spec: SearchSpec, wanted: Wanted) => Promise<Searched>;
+}): RequestSearch {
+  const { primary, db, version, turns, timeoutMs, search } = parts;
+  return {
+    find: async (spec) => {
+      let wanted: Wanted;
+      try {
+        wanted = await version();
+      } catch (err) {
+        if (!(err instanceof DbUnavailableError) || db === primary) throw err;
+        wanted = 'latest';
+      }
+      const { found, unread } = await search(spec, wanted);
+      if (unread) found.hits = unread.length === 0 ? [] : await pageRowsRead(db, unread);
+      return found;
+    },
+    suggest: (conditions, lines) => suggest(db, turns, timeoutMs, conditions, lines),
+  };
+}
+
 /** Stems of words the vocabulary does not have, kept per process: the stemmer's answer never changes. */
 const maxStems = 10_000;
 
@@ -84,28 +118,12 @@ export class Searcher implements SearchEngine {
     return { personen, werke, bytes, searches: this.searches, ...this.sync.stats };
   }
 
-  /**
-   * The search one request runs: on the index with every change the request's data version of
-   * the primary counts (read once for the request and the requests that come with it), reading
-   * its rows from `db`, where the request reads. While the primary cannot be reached, on the
-   * index as it last was: a replica answers the rest, as it does for the other pages.
-   */
+  /** The search one request runs (requestSearch), on this process's index. */
   forRequest(version: () => Promise<bigint | null>, db: Db): RequestSearch {
-    return {
-      find: async (spec) => {
-        let wanted: Wanted;
-        try {
-          wanted = await version();
-        } catch (err) {
-          if (!(err instanceof DbUnavailableError) || db === this.sync.db) throw err;
-          wanted = 'latest';
-        }
-        const { found, unread } = await this.search(spec, wanted, db);
-        if (unread) found.hits = unread.length === 0 ? [] : await pageRowsRead(db, unread);
-        return found;
-      },
-      suggest: (conditions, lines) => suggest(db, this.turns, this.limits.timeoutMs, conditions, lines),
-    };
+    return requestSearch({
+      primary: this.sync.db, db, version, turns: this.turns, timeoutMs: this.limits.timeoutMs,
+      search: (spec, wanted) => this.search(spec, wanted, db),
+    });
   }
 
   /**
@@ -115,9 +133,7 @@ export class Searcher implements SearchEngine {
    * `db` answers the stems of unknown words and the descriptions phrases are checked on.
    */
   async search(spec: SearchSpec, wanted: Wanted, db: Db = this.sync.db): Promise<Searched> {
-    if (!this.sync.read) {
-      throw new HttpError(503, 'Search is starting: its index is being read. Try again in a few seconds.', { headers: { 'retry-after': '5' } });
-    }
+    if (!this.sync.read) throw indexNotRead();
     const { index, current } = wanted === 'latest' ? { index: this.sync.latest, current: false } : await this.sync.current(wanted);
     this.searches++;
     return this.find(db, index, current, spec);
