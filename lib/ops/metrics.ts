@@ -222,12 +222,10 @@ export async function clusterMetrics(gather: () => Promise<unknown[]>): Promise<
  */
 export async function foldMetrics(values: unknown[]): Promise<unknown> {
   const added = await AggregatorRegistry.aggregate(metricsOf(values)).getMetricsAsJSON();
-  // The search's counters are the search process's, which every worker reports: a worker that
-  // goes takes nothing of them with it, and a new search process starts them anew (a reset).
-  return added.filter((metric) => (String(metric.type) === 'counter' || String(metric.type) === 'histogram') && !searchCounters.has(metric.name));
+  // Only what the workers' counts add up to: a counter every worker reports alike (the search
+  // process's, 'max') leaves nothing behind with a worker that goes, and starts anew with its process.
+  return added.filter((metric) => (String(metric.type) === 'counter' || String(metric.type) === 'histogram') && metric.aggregator === 'sum');
 }
-
-const searchCounters = new Set(['portfolio_search_index_reads_total', 'portfolio_searches_total']);
 
 /** The values that are metrics: a worker that failed to collect gave none. */
 function metricsOf(values: unknown[]): Json[] {
