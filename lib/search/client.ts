@@ -63,11 +63,9 @@ export class SearchClient implements SearchEngine {
     });
   }
 
-  private async find(spec: SearchSpec, wanted: Wanted): Promise<Searched> {
+  private find(spec: SearchSpec, wanted: Wanted): Promise<Searched> {
     const version = typeof wanted === 'bigint' ? String(wanted) : wanted;
-    const answer = await this.ask<Searched | { error: Carried }>('POST', '/find', { spec, version } satisfies Question);
-    if ('error' in answer) throw uncarry(answer.error);
-    return answer;
+    return this.ask<Searched>('POST', '/find', { spec, version } satisfies Question);
   }
 
   private ask<T>(method: 'GET' | 'POST', path: string, body: unknown, again = true, timeoutMs = this.limits.timeoutMs + this.limits.waitMs + marginMs): Promise<T> {

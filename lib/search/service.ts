@@ -75,7 +75,10 @@ export function serveSearches(searcher: Searcher): http.Server {
       }
       searcher.search(question.spec, wanted).then(
         (searched: Searched) => send(res, 200, searched),
-        (err: unknown) => send(res, 200, { error: carry(err) }),
+        (err: unknown) => {
+          const carried = carry(err);
+          send(res, carried.status, carried);
+        },
       );
     });
   });
