@@ -223,10 +223,9 @@ export async function start(config: Config = readConfig()): Promise<void> {
     // The search process the primary starts beside the workers (lib/search/service.ts).
     const logs = new Logs({ error: config.errorLog });
     const onError = (message: string) => logs.error(message, { level: 'warn' });
-    const limits = limitsOf(config);
-    const db = await openDatabase({ ...config, searchConcurrency: limits.concurrency }, { onError: (err) => onError(`database connection error: ${err.message}`), onWarning: onError });
+    const db = await openDatabase(config, { onError: (err) => onError(`database connection error: ${err.message}`), onWarning: onError });
     const onComplete = () => process.send?.({ portfolio: 'complete' });
-    return runSearchService(db, { socket: config.searchProcess.socket, limits, onError, onComplete, reopenLogs: () => logs.reopen() });
+    return runSearchService(db, { socket: config.searchProcess.socket, limits: limitsOf(config), onError, onComplete, reopenLogs: () => logs.reopen() });
   }
   if (runsWorkers(config)) {
     return runPrimary(config, async () => {

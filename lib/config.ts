@@ -119,6 +119,8 @@ export function readConfig(env: Env = process.env): Config {
   const logDir = path.resolve(projectRoot, env.LOG_DIR ?? 'logs');
   const dbPoolMax = readInteger(env, 'DB_POOL_MAX', 10, 1, 1000);
   const toLogTarget = (name: string) => (env.LOG_DIR === '-' ? '-' : path.join(logDir, name));
+  const webConcurrency = readInteger(env, 'WEB_CONCURRENCY', 1, 1, 64);
+  const searchProcess = env.PORTFOLIO_SEARCH_SOCKET ? { socket: env.PORTFOLIO_SEARCH_SOCKET, serves: env.PORTFOLIO_ROLE === 'search' } : null;
   return {
     port: readInteger(env, 'PORT', 8080, 0, 65535),
     host: env.HOST ?? '127.0.0.1',
@@ -151,7 +153,7 @@ export function readConfig(env: Env = process.env): Config {
     sqlDir: path.resolve(projectRoot, 'sql'),
     sessionIdleMinutes: readInteger(env, 'SESSION_IDLE_MINUTES', 30, 1, 7 * 24 * 60),
     sessionMaxHours: readInteger(env, 'SESSION_MAX_HOURS', 12, 1, 30 * 24),
-    webConcurrency: readInteger(env, 'WEB_CONCURRENCY', 1, 1, 64),
+    webConcurrency,
     databaseReplicaUrls: readUrls(env.DATABASE_REPLICA_URL ?? ''),
     replicaMaxLagMs: readInteger(env, 'REPLICA_MAX_LAG_MS', 5000, 0, 3_600_000),
     replicaWaitMs: readInteger(env, 'REPLICA_WAIT_MS', 100, 0, 10_000),
@@ -165,25 +167,29 @@ export function readConfig(env: Env = process.env): Config {
     searchMaxHits: readInteger(env, 'SEARCH_MAX_HITS', 1000, 10, 100_000),
     searchTimeoutMs: readInteger(env, 'SEARCH_TIMEOUT_MS', 250, 50, 600_000),
     // A third of the pool by default, each search on a connection of its own taken out of it: the
-    // rest stays for person pages, lists and logins, at least one (lib/db/postgres.ts).
-    searchConcurrency: readSearchConcurrency(env, dbPoolMax),
+    // rest stays for person pages, lists and logins, at least one (lib/db/postgres.ts). The search
+    // process answers every worker's searches: its share is theirs together, within its pool.
+    searchConcurrency: readSearchConcurrency(env, dbPoolMax, searchProcess?.serves ? webConcurrency : 1),
     searchWaitMs: readInteger(env, 'SEARCH_WAIT_MS', 5000, 0, 600_000),
     searchViewAliases: readAliases(env.SEARCH_VIEW_ALIASES ?? ''),
     dbConnectTimeoutMs: readInteger(env, 'DB_CONNECT_TIMEOUT_MS', 3000, 100, 60_000),
     dbOutcomeTimeoutMs: readInteger(env, 'DB_OUTCOME_TIMEOUT_MS', 10_000, 0, 600_000),
     migrationTimeoutMs: readInteger(env, 'MIGRATION_TIMEOUT_MS', 3_600_000, 1000, 86_400_000),
     proxyTimeoutMs: readInteger(env, 'PROXY_TIMEOUT_MS', 30_000, 100, 600_000),
-    searchProcess: env.PORTFOLIO_SEARCH_SOCKET ? { socket: env.PORTFOLIO_SEARCH_SOCKET, serves: env.PORTFOLIO_ROLE === 'search' } : null,
+    searchProcess,
   };
 }
 
-/** SEARCH_CONCURRENCY, below DB_POOL_MAX: the searches' connections come out of the pool, which keeps one or more. */
-function readSearchConcurrency(env: Env, pool: number): number {
+/**
+ * SEARCH_CONCURRENCY, below DB_POOL_MAX: the searches' connections come out of the pool, which
+ * keeps one or more; for the searches of `workers` processes, as many times that, within it.
+ */
+function readSearchConcurrency(env: Env, pool: number, workers: number): number {
   const value = readInteger(env, 'SEARCH_CONCURRENCY', Math.max(1, Math.floor(pool / 3)), 1, 1000);
   if (env.SEARCH_CONCURRENCY && pool > 1 && value >= pool) {
     throw new Error(`SEARCH_CONCURRENCY=${value} leaves no connection of DB_POOL_MAX=${pool} for the rest: the searches' connections are taken out of the pool. Set it below ${pool}, or raise DB_POOL_MAX.`);
   }
-  return value;
+  return workers > 1 ? Math.max(1, Math.min(pool - 1, value * workers)) : value;
 }
 
 /**

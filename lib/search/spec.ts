@@ -68,18 +68,10 @@ export interface SearchLimits {
   waitMs: number;
 }
 
-/**
- * A process's search limits. The search process answers every worker's searches: its share of
- * connections is theirs together, within its pool (one connection stays for reading the index).
- */
+/** A process's search limits, as the settings give them (lib/config.ts). */
 export function limitsOf(config: Config): SearchLimits {
-  const { searchMaxHits: cap, searchTimeoutMs: timeoutMs, searchConcurrency, searchWaitMs: waitMs } = config;
-  const concurrency = config.searchProcess?.serves
-    ? Math.max(1, Math.min(config.dbPoolMax - 1, searchConcurrency * config.webConcurrency))
-    : searchConcurrency;
-  return { cap, timeoutMs, concurrency, waitMs };
+  return { cap: config.searchMaxHits, timeoutMs: config.searchTimeoutMs, concurrency: config.searchConcurrency, waitMs: config.searchWaitMs };
 }
-
 /** The hits taken of each kind: ids in order, and their scores. */
 export type Hits = Record<Kind, { ids: number[]; scores: number[] }>;
 
