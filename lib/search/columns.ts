@@ -1,9 +1,10 @@
 // What the word index keeps of each row by its id, outside the JavaScript heap: numbers in pages
 // of typed arrays, texts in one growing buffer. A million titles as strings would be a million
 // objects for every full garbage collection to visit; here they are a few dozen arrays.
-import { blockBits } from './id-set.ts';
 
-const pageSize = 1 << blockBits;
+/** Rows a page of columns holds: 65,536. */
+const pageBits = 16;
+const pageSize = 1 << pageBits;
 const pageMask = pageSize - 1;
 
 /**
@@ -17,7 +18,7 @@ export class Column {
   constructor(private readonly empty = 0, readonly width = 1) {}
 
   get(id: number, field = 0): number {
-    const page = this.pages[id >>> blockBits];
+    const page = this.pages[id >>> pageBits];
     return page ? page[(id & pageMask) * this.width + field]! : this.empty;
   }
 
@@ -30,16 +31,16 @@ export class Column {
     const { width, empty } = this;
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i] as number;
-      const page = this.pages[id >>> blockBits];
+      const page = this.pages[id >>> pageBits];
       const at = (id & pageMask) * width;
       for (let field = 0; field < width; field++) out[i * width + field] = page ? page[at + field]! : empty;
     }
   }
 
   set(id: number, value: number, field = 0): void {
-    let page = this.pages[id >>> blockBits];
+    let page = this.pages[id >>> pageBits];
     if (!page) {
-      this.pages[id >>> blockBits] = page = new Int32Array(pageSize * this.width);
+      this.pages[id >>> pageBits] = page = new Int32Array(pageSize * this.width);
       if (this.empty !== 0) page.fill(this.empty);
     }
     page[(id & pageMask) * this.width + field] = value;
@@ -143,7 +144,7 @@ export class Texts {
     for (let p = 0; p < this.length.pageCount; p++) {
       if (!this.length.hasPage(p)) continue;
       for (let i = 0; i < pageSize; i++) {
-        const id = (p << blockBits) + i;
+        const id = (p << pageBits) + i;
         const length = this.length.get(id);
         if (length >= 0) yield [id, this.start.get(id), length];
       }

@@ -1,6 +1,6 @@
 // The sets of a kind of row in the word index (word-index.ts): the ids of the rows having each
 // lexeme (t:haus, ts:haus, c:muller …), and the ids of each type, decade and creator for the facets.
-import { IdSet } from './id-set.ts';
+import { bytesOf, fitSet, IdSet } from './id-set.ts';
 
 /** The rows of one kind and the ids of each lexeme. */
 export class Lexemes {
@@ -24,16 +24,16 @@ export class Lexemes {
     return this.sets.entries();
   }
 
-  /** Gives back the room the sets' lists grew by. */
+  /** Gives back the room the sets grew by. */
   fit(): void {
-    this.rows.fit();
-    for (const set of this.sets.values()) set.fit();
+    fitSet(this.rows);
+    for (const set of this.sets.values()) fitSet(set);
   }
 
   /** Bytes the sets hold. */
   get bytes(): number {
-    let bytes = this.rows.bytes;
-    for (const set of this.sets.values()) bytes += set.bytes;
+    let bytes = bytesOf(this.rows);
+    for (const set of this.sets.values()) bytes += bytesOf(set);
     return bytes;
   }
 
@@ -80,9 +80,9 @@ export class Groups<K> {
     set.add(id);
   }
 
-  /** Gives back the room the sets' lists grew by. */
+  /** Gives back the room the sets grew by. */
   fit(): void {
-    for (const set of this.sets.values()) set.fit();
+    for (const set of this.sets.values()) fitSet(set);
   }
 
   delete(key: K, id: number): void {

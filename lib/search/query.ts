@@ -1,5 +1,5 @@
 // Rows of one kind as a set query over the word index's sets: unions of sets, and, or, not, all
-// rows, none; built by plan.ts and atoms.ts, taken block by block by match.ts.
+// rows, none; built by plan.ts and atoms.ts, combined by match.ts.
 import type { IdSet } from './id-set.ts';
 
 /** Rows of one kind, as a set query: the union of sets, and, or, not, all rows, none. */

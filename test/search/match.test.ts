@@ -67,7 +67,7 @@ test('a plan whose phrases must all be there reads the descriptions of the rows 
 
 test('rows that passed without their description stay hits when the index changes while the others are read', async () => {
   const index = indexOf();
-  const titles = new Map<number, string>([...index.werke.lexemes.rows.ids()].map((id) => [id, id % 2 === 0 ? 'hit' : '']));
+  const titles = new Map<number, string>([...index.werke.lexemes.rows].map((id) => [id, id % 2 === 0 ? 'hit' : '']));
   const texts = (descriptions: Descriptions | null) => ({ text: (tag: string, id: number) => (tag === 'd' ? descriptions?.get(id)?.text ?? '' : titles.get(id) ?? '') });
   const check = (id: number, source: { text: (tag: 't' | 'd', id: number, prefix: boolean) => string }) => source.text('t', id, false) === 'hit' || source.text('d', id, false) === 'hit';
   const describe = (change: boolean) => async (ids: number[]): Promise<Descriptions> => {
