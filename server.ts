@@ -179,7 +179,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     logAccess: (entry) => logs.access(entry),
     reopenLogs: () => logs.reopen(),
     close: async () => {
-      runner.close();
+      await runner.close();
       auth.close();
       await replicas?.close();
       if (!options.db) await db.close();
@@ -225,7 +225,9 @@ export async function start(config: Config = readConfig()): Promise<void> {
     const onError = (message: string) => logs.error(message, { level: 'warn' });
     const db = await openDatabase(config, { onError: (err) => onError(`database connection error: ${err.message}`), onWarning: onError });
     const onComplete = () => process.send?.({ portfolio: 'complete' });
-    return runSearchService(db, { socket: config.searchProcess.socket, limits: limitsOf(config), onError, onComplete, reopenLogs: () => logs.reopen() });
+    return runSearchService(db, {
+      socket: config.searchProcess.socket, limits: limitsOf(config), snapshot: config.searchSnapshot, onError, onComplete, reopenLogs: () => logs.reopen(),
+    });
   }
   if (runsWorkers(config)) {
     return runPrimary(config, async () => {

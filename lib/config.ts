@@ -11,6 +11,8 @@ export interface Config {
   dataDir: string;
   /** Uploaded person pictures, served at /bilder/ (content-hash names). */
   picturesDir: string;
+  /** The search index's snapshot file (docs/operations.md, The search index); null: none. */
+  searchSnapshot: string | null;
   /** Largest picture upload in bytes (413 beyond). */
   pictureMaxBytes: number;
   /** Largest picture in pixels, width times height: a small file may unpack to gigabytes (422 beyond). */
@@ -127,6 +129,7 @@ export function readConfig(env: Env = process.env): Config {
     databaseUrl,
     dataDir: path.resolve(projectRoot, env.DATA_DIR ?? 'data'),
     picturesDir: path.resolve(projectRoot, env.PICTURES_DIR ?? path.join(env.DATA_DIR ?? 'data', 'bilder')),
+    searchSnapshot: env.SEARCH_SNAPSHOT === 'off' ? null : path.resolve(projectRoot, env.SEARCH_SNAPSHOT || path.join(env.DATA_DIR ?? 'data', 'search-index.snapshot')),
     pictureMaxBytes: readInteger(env, 'PICTURE_MAX_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     pictureMaxPixels: readInteger(env, 'PICTURE_MAX_PIXELS', 50_000_000, 10_000, 1_000_000_000),
     pictureConcurrency: readPictureConcurrency(env),

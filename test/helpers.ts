@@ -79,7 +79,8 @@ export interface TestServer {
 export async function startTestServer(env: Env = {}, options: { db?: TestDb; limits?: Partial<ServerLimits> } = {}): Promise<TestServer> {
   const testDb = options.db ?? (await openTestDb());
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-logs-'));
-  const config = readConfig({ DEMO_DATA: '1', LOG_DIR: logDir, ALLOWED_HOSTS: 'localhost,127.0.0.1', ...env });
+  // No snapshot file: the tests' databases are copies of one, which a file of another's would fit.
+  const config = readConfig({ DEMO_DATA: '1', LOG_DIR: logDir, ALLOWED_HOSTS: 'localhost,127.0.0.1', SEARCH_SNAPSHOT: 'off', ...env });
   const app = await createApp(config, { db: testDb.db });
   // The tests search from their first request on.
   await app.complete;

@@ -22,7 +22,7 @@ let built: ReturnType<typeof buildServer> | undefined;
 
 /** The program's database: the test's PostgreSQL database, or PGlite in dataDir. */
 export function databaseEnv(db: TestDb, dataDir: string): Record<string, string> {
-  return backend === 'postgres' ? { DATABASE_URL: db.url as string } : { DATABASE_URL: '', DATA_DIR: dataDir };
+  return backend === 'postgres' ? { DATABASE_URL: db.url as string, DATA_DIR: dataDir } : { DATABASE_URL: '', DATA_DIR: dataDir };
 }
 
 /** A started program with a database of its own; close() stops it and removes the database. */

@@ -12,7 +12,7 @@ import type { Exchange } from '../http/index.ts';
 import { askPrimary, onCollect } from '../http/index.ts';
 
 /** The search's figures (lib/search, SearchStats). */
-interface SearchFigures { personen: number; werke: number; bytes: number; searches: number; catchUps: number; reloads: number }
+interface SearchFigures { personen: number; werke: number; bytes: number; searches: number; catchUps: number; reloads: number; snapshotsTaken: number; snapshotsWritten: number }
 
 /** What the metrics read from the parts of a running app. */
 export interface MetricSources {
@@ -125,13 +125,23 @@ export class Metrics {
         },
       });
       new Counter({
-        name: 'portfolio_search_index_reads_total', help: 'Readings of the database\'s changes into the search\'s word index (catch_up), and of everything (reload: the start, a TRUNCATE, a statement of many rows, notes deleted before they were read).',
+        name: 'portfolio_search_index_reads_total', help: 'Readings of the database\'s changes into the search\'s word index (catch_up), of everything (reload: the start, a TRUNCATE, a statement of many rows, notes deleted before they were read), and of the snapshot file at the start (snapshot).',
         labelNames: ['kind'], registers, aggregator: 'max',
         async collect() {
           const stats = await search();
           this.reset();
           this.inc({ kind: 'catch_up' }, stats.catchUps);
           this.inc({ kind: 'reload' }, stats.reloads);
+          this.inc({ kind: 'snapshot' }, stats.snapshotsTaken);
+        },
+      });
+      new Counter({
+        name: 'portfolio_search_snapshots_written_total', help: 'Snapshot files of the search\'s word index written (after a whole reading, every 5 minutes while it changes, at the stop).',
+        registers, aggregator: 'max',
+        async collect() {
+          const stats = await search();
+          this.reset();
+          this.inc(stats.snapshotsWritten);
         },
       });
       new Counter({

@@ -82,7 +82,9 @@ export class ScriptRunner {
     const { config, db, logs } = parts;
     this.searcher = config.searchProcess
       ? new SearchClient(config.searchProcess.socket, db, limitsOf(config))
-      : new Searcher(db, limitsOf(config), { onError: (message) => logs.error(message, { level: 'warn' }) });
+      : new Searcher(db, limitsOf(config), {
+        onError: (message) => logs.error(message, { level: 'warn' }), snapshot: config.searchSnapshot, onNote: (message) => console.log(`portfolio: ${message}`),
+      });
     this.pictures = {
       dir: config.picturesDir, maxPixels: config.pictureMaxPixels, maxBytes: config.pictureMaxBytes,
       queue: new PictureQueue({ running: config.pictureConcurrency, waiting: config.pictureQueue }),
@@ -94,8 +96,9 @@ export class ScriptRunner {
     return this.searcher.start();
   }
 
-  close(): void {
-    this.searcher.close();
+  /** Stops the search (which writes its snapshot first, when it keeps the index here). */
+  close(): Promise<void> {
+    return this.searcher.close();
   }
 
   searchStats(): SearchStats | Promise<SearchStats> {

@@ -21,7 +21,7 @@ const statsMs = 1000;
 /** A connection unused this long is closed, well before the search process closes it (60 s). */
 const idleMs = 30_000;
 
-const noStats: SearchStats = { personen: 0, werke: 0, bytes: 0, searches: 0, catchUps: 0, reloads: 0 };
+const noStats: SearchStats = { personen: 0, werke: 0, bytes: 0, searches: 0, catchUps: 0, reloads: 0, snapshotsTaken: 0, snapshotsWritten: 0 };
 
 export class SearchClient implements SearchEngine {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: maxConnections, timeout: idleMs });
@@ -39,7 +39,7 @@ export class SearchClient implements SearchEngine {
     return Promise.resolve();
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.agent.destroy();
   }
 

@@ -1,6 +1,8 @@
 // What the word index keeps of each row by its id, outside the JavaScript heap: numbers in pages
 // of typed arrays, texts in one growing buffer. A million titles as strings would be a million
 // objects for every full garbage collection to visit; here they are a few dozen arrays.
+import type { SnapshotReader, SnapshotWriter } from './snapshot.ts';
+import { nextTurn } from './turns.ts';
 
 /** Rows a page of columns holds: 65,536. */
 const pageBits = 16;
@@ -59,11 +61,26 @@ export class Column {
   get bytes(): number {
     return this.pages.reduce((n, page) => n + (page ? page.byteLength : 0), 0);
   }
+
+  /** Which pages there are, then each (snapshot.ts). */
+  async save(writer: SnapshotWriter): Promise<void> {
+    await writer.value(Array.from(this.pages, (page) => page !== undefined));
+    for (const page of this.pages) if (page) await writer.frame(page);
+  }
+
+  async restore(reader: SnapshotReader): Promise<void> {
+    const present = reader.value<boolean[]>();
+    this.pages.length = 0;
+    for (const [p, there] of present.entries()) {
+      this.pages[p] = there ? reader.numbers(pageSize * this.width) : undefined;
+      await nextTurn();
+    }
+  }
 }
 
 /** A text per id, as UTF-8 in one buffer; a text replaced or dropped is garbage until the buffer grows. */
 export class Texts {
-  private buffer = Buffer.alloc(1 << 16);
+  private buffer: Buffer = Buffer.alloc(1 << 16);
   private used = 0;
   private garbage = 0;
   private readonly start = new Column();
@@ -95,6 +112,26 @@ export class Texts {
 
   get bytes(): number {
     return this.buffer.length + this.start.bytes + this.length.bytes;
+  }
+
+  /** The texts as they lie in the buffer, garbage and all, and where each is (snapshot.ts). */
+  async save(writer: SnapshotWriter): Promise<void> {
+    await writer.value([this.used, this.garbage]);
+    await writer.frame(this.buffer.subarray(0, this.used));
+    await this.start.save(writer);
+    await this.length.save(writer);
+  }
+
+  /** Read back with a sixteenth of room for the changes to come, as fit leaves. */
+  async restore(reader: SnapshotReader): Promise<void> {
+    const [used, garbage] = reader.value<[number, number]>();
+    const { buffer, length } = reader.frameWithRoom(Math.max(1 << 16, Math.ceil(used / 16)));
+    if (length !== used) throw new Error('a text buffer has the wrong size');
+    this.buffer = buffer;
+    this.used = used;
+    this.garbage = garbage;
+    await this.start.restore(reader);
+    await this.length.restore(reader);
   }
 
   /**
@@ -184,6 +221,15 @@ export class Interned {
 
   text(code: number): string {
     return this.texts[code] ?? '';
+  }
+
+  async save(writer: SnapshotWriter): Promise<void> {
+    await writer.value(this.texts);
+  }
+
+  async restore(reader: SnapshotReader): Promise<void> {
+    for (const text of reader.value<string[]>()) this.code(text);
+    await nextTurn();
   }
 
   find(text: string): number | undefined {

@@ -1,6 +1,8 @@
 // The sets of a kind of row in the word index (word-index.ts): the ids of the rows having each
 // lexeme (t:haus, ts:haus, c:muller …), and the ids of each type, decade and creator for the facets.
 import { bytesOf, fitSet, IdSet } from './id-set.ts';
+import type { SnapshotReader, SnapshotWriter } from './snapshot.ts';
+import { nextTurn } from './turns.ts';
 
 /** The rows of one kind and the ids of each lexeme. */
 export class Lexemes {
@@ -35,6 +37,17 @@ export class Lexemes {
     let bytes = bytesOf(this.rows);
     for (const set of this.sets.values()) bytes += bytesOf(set);
     return bytes;
+  }
+
+  /** The rows, then each lexeme and its rows (snapshot.ts). */
+  async save(writer: SnapshotWriter): Promise<void> {
+    await writer.set(this.rows);
+    await saveSets(writer, this.sets);
+  }
+
+  async restore(reader: SnapshotReader): Promise<void> {
+    IdSet.swap(this.rows, reader.set());
+    await restoreSets(reader, this.sets);
   }
 
   add(id: number, lexemes: string): void {
@@ -74,6 +87,11 @@ export class Groups<K> {
     return this.sets.get(key);
   }
 
+  /** Each key with its rows. */
+  entries(): IterableIterator<[K, IdSet]> {
+    return this.sets.entries();
+  }
+
   add(key: K, id: number): void {
     let set = this.sets.get(key);
     if (!set) this.sets.set(key, (set = new IdSet()));
@@ -85,11 +103,37 @@ export class Groups<K> {
     for (const set of this.sets.values()) fitSet(set);
   }
 
+  save(writer: SnapshotWriter): Promise<void> {
+    return saveSets(writer, this.sets);
+  }
+
+  restore(reader: SnapshotReader): Promise<void> {
+    return restoreSets(reader, this.sets);
+  }
+
   delete(key: K, id: number): void {
     const set = this.sets.get(key);
     if (!set) return;
     set.delete(id);
     if (set.size === 0) this.sets.delete(key);
+  }
+}
+
+/** Sets read back between two turns of the event loop. */
+const restoreSlice = 2000;
+
+/** The keys, then each one's set in their order. */
+async function saveSets<K>(writer: SnapshotWriter, sets: Map<K, IdSet>): Promise<void> {
+  await writer.value([...sets.keys()]);
+  for (const set of sets.values()) await writer.set(set);
+}
+
+async function restoreSets<K>(reader: SnapshotReader, sets: Map<K, IdSet>): Promise<void> {
+  const keys = reader.value<K[]>();
+  sets.clear();
+  for (const [i, key] of keys.entries()) {
+    sets.set(key, reader.set());
+    if (i % restoreSlice === restoreSlice - 1) await nextTurn();
   }
 }
 

@@ -101,8 +101,9 @@ export class Searcher implements SearchEngine {
     return this.sync.start();
   }
 
-  close(): void {
-    this.sync.close();
+  /** Stops following the database, once the snapshot file is written (when the index changed since it was). */
+  close(): Promise<void> {
+    return this.sync.close();
   }
 
   /**

@@ -88,6 +88,8 @@ export interface ServiceOptions {
   socket: string;
   limits: SearchLimits;
   onError: (message: string) => void;
+  /** The index's snapshot file; null: none. */
+  snapshot: string | null;
   /** Once the index is read: the primary hears it. */
   onComplete: () => void;
   reopenLogs: () => void;
@@ -99,7 +101,9 @@ export interface ServiceOptions {
  * primary's, is not for it.
  */
 export async function runSearchService(db: Db, options: ServiceOptions): Promise<void> {
-  const searcher = new Searcher(db, options.limits, { onError: options.onError });
+  const searcher = new Searcher(db, options.limits, {
+    onError: options.onError, snapshot: options.snapshot, onNote: (message) => console.log(`portfolio: ${message}`),
+  });
   const server = serveSearches(searcher);
   // It listens under a name of its own and takes the socket's name once its index is read: the
   // workers' next connections come here, while one it replaces (a reload) answers until then.
@@ -117,13 +121,13 @@ export async function runSearchService(db: Db, options: ServiceOptions): Promise
   chmodSync(own, 0o600);
   server.on('error', (err) => options.onError(`search process: ${err.message}`));
   let stopping = false;
-  // The searches under way are answered first (at most 5 s), then the database is closed.
+  // The searches under way are answered first (at most 5 s), then the snapshot is written and the
+  // database closed.
   const stop = () => {
     if (stopping) return;
     stopping = true;
     server.close(() => {
-      searcher.close();
-      void db.close().finally(() => process.exit(0));
+      void searcher.close().finally(() => db.close()).finally(() => process.exit(0));
     });
     server.closeIdleConnections();
     setTimeout(() => server.closeAllConnections(), 5000).unref();

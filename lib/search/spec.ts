@@ -49,7 +49,7 @@ export interface Found {
   marks: string[];
 }
 
-export interface SearchStats { personen: number; werke: number; bytes: number; searches: number; catchUps: number; reloads: number }
+export interface SearchStats { personen: number; werke: number; bytes: number; searches: number; catchUps: number; reloads: number; snapshotsTaken: number; snapshotsWritten: number }
 
 /** A search as a request runs it (lib/page/request.ts). */
 export interface RequestSearch {
@@ -82,7 +82,7 @@ export type Hits = Record<Kind, { ids: number[]; scores: number[] }>;
 export interface SearchEngine {
   /** Resolves once searches can be answered from an index (with a search process: at once). */
   start(): Promise<void>;
-  close(): void;
+  close(): Promise<void>;
   stats(): SearchStats | Promise<SearchStats>;
   forRequest(version: () => Promise<bigint | null>, db: Db): RequestSearch;
 }

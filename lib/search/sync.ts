@@ -2,8 +2,14 @@
 // word of the vocabulary at the start, and before a search the rows that changed since, as the
 // notes of sql/012_search_changes.sql name them (the statements are reading.ts's). A search sees
 // every change committed before it came, as the rest of the site does (docs/interface.md, Search).
+// With a snapshot file (snapshot.ts), a start takes the index from there and reads only the
+// changes since; the file is written after a whole reading, every few minutes while the index
+// changes, and at the stop.
+import os from 'node:os';
 import type { Db } from '../db/index.ts';
 import { apply, load, readChanges } from './reading.ts';
+import type { SnapshotHeader } from './snapshot.ts';
+import { readSnapshot, writeSnapshot } from './snapshot.ts';
 import { WordIndex } from './word-index.ts';
 
 /** How long change notes are kept, and how often a process looks for changes without a search. */
@@ -11,18 +17,28 @@ const keepChangesMs = 10 * 60_000;
 const followMs = 30_000;
 const pruneMs = 60_000;
 const retryMs = 5000;
+/** How often the snapshot is written again when the index has changed since: well within keepChangesMs, whose notes a start needs. */
+const saveMs = 5 * 60_000;
 
 export interface SyncOptions {
   onError: (message: string) => void;
+  /** Where the snapshot is written and read; null: none. */
+  snapshot?: string | null;
+  /** What a start taken from the snapshot, or a snapshot not taken, is told as. */
+  onNote?: (message: string) => void;
 }
 
-/** How the index has been read: catch-ups and whole readings since the start. */
-export interface SyncStats { catchUps: number; reloads: number }
+/** How the index has been read: catch-ups and whole readings since the start, and snapshots written and taken. */
+export interface SyncStats { catchUps: number; reloads: number; snapshotsWritten: number; snapshotsTaken: number }
 
 export class IndexSync {
   private index = new WordIndex();
-  readonly stats: SyncStats = { catchUps: 0, reloads: 0 };
+  readonly stats: SyncStats = { catchUps: 0, reloads: 0, snapshotsWritten: 0, snapshotsTaken: 0 };
   private snapshot = '';
+  /** The database's cluster and name, which a snapshot file must have been written from. */
+  private database = '';
+  /** The version the snapshot file was last written at; -1: not written by this process. */
+  private savedVersion = -1n;
   /** The database's timeline: a standby promoted after a failover, or a backup restored, starts a new one. */
   private timeline = '';
   private version = -1n;
@@ -48,7 +64,8 @@ export class IndexSync {
    * meanwhile: until the first reading, `read` is false and they are refused.
    */
   async start(): Promise<void> {
-    for (;;) {
+    const taken = await this.takeSnapshot();
+    for (; !taken;) {
       try {
         await this.reload();
         break;
@@ -60,13 +77,18 @@ export class IndexSync {
     }
     this.read = true;
     if (this.closed) return;
+    if (!taken) void this.save();
     this.timers.push(setInterval(() => this.step().catch((err: unknown) => this.options.onError(`search index: ${(err as Error).message}`)), followMs).unref());
     this.timers.push(setInterval(() => this.prune().catch((err: unknown) => this.options.onError(`search index: deleting old change notes failed: ${(err as Error).message}`)), pruneMs).unref());
+    this.timers.push(setInterval(() => void this.save(), saveMs).unref());
   }
 
-  close(): void {
+  /** Stops following the database; the snapshot is written first when the index changed since it was. */
+  async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
     for (const timer of this.timers) clearInterval(timer);
+    if (this.read) await this.save();
   }
 
   /** Resolves when no reading of everything is under way (for tests). */
@@ -116,12 +138,76 @@ export class IndexSync {
   }
 
   /** One catch-up at a time: a caller that finds one under way waits for it first. */
-  private async step(): Promise<void> {
+  private step(): Promise<void> {
+    return this.alone(() => this.catchUp());
+  }
+
+  /** Runs task when no catch-up or snapshot write is under way, and none starts until it is done. */
+  private async alone(task: () => Promise<void>): Promise<void> {
     while (this.stepping) await this.stepping.catch(() => undefined);
-    this.stepping = this.catchUp().finally(() => {
+    this.stepping = task().finally(() => {
       this.stepping = null;
     });
     return this.stepping;
+  }
+
+  /**
+   * Writes the snapshot file when the index has changed since it was last written (never while a
+   * catch-up changes it: the file is one state); a failure is logged and tried again next time.
+   */
+  private save(): Promise<void> {
+    const path = this.options.snapshot;
+    if (!path || !this.read || this.version === this.savedVersion) return Promise.resolve();
+    return this.alone(async () => {
+      // Written meanwhile by a call before this one, at this version.
+      if (this.version === this.savedVersion) return;
+      const version = this.version;
+      const header: SnapshotHeader = { database: this.database, timeline: this.timeline, snapshot: this.snapshot, version: String(version), endianness: os.endianness() };
+      try {
+        await writeSnapshot(path, header, this.index);
+        this.savedVersion = version;
+        this.stats.snapshotsWritten++;
+      } catch (err) {
+        this.options.onError(`search index: writing the snapshot ${path} failed: ${(err as Error).message}`);
+      }
+    });
+  }
+
+  /**
+   * The index from the snapshot file with the changes since, when the file is there, was written
+   * from this database and its change notes since are all kept; else false, with the reason told
+   * (a file that is not there is said nothing of), and the index is read from the database.
+   */
+  private async takeSnapshot(): Promise<boolean> {
+    const path = this.options.snapshot;
+    if (!path) return false;
+    const note = this.options.onNote ?? (() => undefined);
+    try {
+      const database = await this.databaseOf();
+      const index = new WordIndex();
+      const header = await readSnapshot(path, index, (h) => h.database === database ? null : `it was written from another database (${h.database}, not ${database})`);
+      const caught = await readChanges(this.db, header.snapshot);
+      if (caught.reload) throw new Error('changes since it was written are no longer all noted');
+      if (caught.timeline !== header.timeline) throw new Error(`the database is on another timeline (${caught.timeline}, not ${header.timeline})`);
+      apply(index, caught);
+      this.index = index;
+      this.database = database;
+      this.snapshot = caught.snapshot;
+      this.timeline = caught.timeline;
+      this.version = BigInt(caught.version);
+      this.savedVersion = BigInt(header.version);
+      this.stats.snapshotsTaken++;
+      note(`search index: taken from ${path} (${index.personen.lexemes.rows.size} persons, ${index.werke.lexemes.rows.size} works, version ${header.version} → ${caught.version})`);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') note(`search index: ${path} not taken, reading everything: ${(err as Error).message}`);
+      return false;
+    }
+  }
+
+  private async databaseOf(): Promise<string> {
+    const [row] = await this.db.query<{ database: string }>(`SELECT system_identifier::text || '/' || current_database() AS database FROM pg_control_system()`);
+    return row?.database ?? '';
   }
 
   private async catchUp(): Promise<void> {
@@ -140,6 +226,7 @@ export class IndexSync {
   /** Reads everything again in the background; a failure is logged, and the next catch-up tries again. */
   private readAgain(): void {
     this.reading ??= this.reload()
+      .then(() => void this.save())
       .catch((err: unknown) => this.options.onError(`search index: reading everything again failed: ${(err as Error).message}`))
       .finally(() => {
         this.reading = null;
@@ -156,6 +243,7 @@ export class IndexSync {
     this.stats.reloads++;
     for (let attempt = 1; ; attempt++) {
       const index = new WordIndex();
+      const database = await this.databaseOf();
       const [start] = await this.db.query<{ snapshot: string }>('SELECT pg_current_snapshot()::text AS snapshot');
       await load(this.db, index);
       await index.fit();
@@ -163,6 +251,7 @@ export class IndexSync {
       if (!caught.reload) {
         apply(index, caught);
         this.index = index;
+        this.database = database;
         this.snapshot = caught.snapshot;
         this.timeline = caught.timeline;
         this.version = BigInt(caught.version);

@@ -4,6 +4,9 @@
 // sorted list for beginnings and by trigrams for parts, and come shortest first (docs/interface.md,
 // Search).
 
+import type { SnapshotReader, SnapshotWriter } from './snapshot.ts';
+import { nextTurn } from './turns.ts';
+
 /** What the index knows of a query word: its stem (null for a stop word) and the words it stands for. */
 export interface WordInfo {
   stem: string | null;
@@ -15,6 +18,9 @@ export interface WordInfo {
 
 /** Which other words a query word stands for: those it begins, those it is part of, those its wildcards match. */
 export type Expansion = { kind: 'begins' | 'part'; word: string } | { kind: 'wildcard'; word: string };
+
+/** Words taken back between two turns of the event loop. */
+const restoreSlice = 5000;
 
 export class Vocabulary {
   /** Each word's stem; null for a stop word, which to_tsvector leaves out. */
@@ -30,6 +36,19 @@ export class Vocabulary {
   /** The stem of a word of the vocabulary (null for a stop word); undefined for another word. */
   stemOf(word: string): string | null | undefined {
     return this.stems.get(word);
+  }
+
+  /** Each word and its stem (snapshot.ts); the lists and trigrams are made again as they are read. */
+  async save(writer: SnapshotWriter): Promise<void> {
+    await writer.value([...this.stems]);
+  }
+
+  async restore(reader: SnapshotReader): Promise<void> {
+    const words = reader.value<[string, string | null][]>();
+    for (let from = 0; from < words.length; from += restoreSlice) {
+      for (const [word, stem] of words.slice(from, from + restoreSlice)) this.add(word, stem);
+      await nextTurn();
+    }
   }
 
   add(word: string, stem: string | null): void {

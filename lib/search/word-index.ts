@@ -3,6 +3,7 @@
 // and the rows of each type, decade and creator; sync.ts fills it and keeps it current.
 import { Column, Field, Interned, Texts } from './columns.ts';
 import { Groups, Lexemes } from './lexemes.ts';
+import type { Saved, SnapshotReader, SnapshotWriter } from './snapshot.ts';
 import { nextTurn } from './turns.ts';
 import { Vocabulary } from './vocabulary.ts';
 
@@ -80,6 +81,11 @@ export class Personen {
   get bytes(): number {
     return this.lexemes.bytes + this.name.bytes + this.folded.bytes + this.author.bytes + this.slug.bytes;
   }
+
+  /** Its parts, one after another (snapshot.ts). */
+  get parts(): Saved[] {
+    return [this.lexemes, this.name, this.folded, this.author, this.slug, this.byName];
+  }
 }
 
 export class Werke {
@@ -145,10 +151,15 @@ export class Werke {
   get bytes(): number {
     return this.lexemes.bytes + this.facts.bytes + this.titel.bytes + this.beschreibung.bytes + this.folded.bytes;
   }
+
+  /** Its parts, one after another (snapshot.ts). */
+  get parts(): Saved[] {
+    return [this.lexemes, this.facts, this.titel, this.beschreibung, this.folded, this.arts, this.byArt, this.byDecade, this.byCreator];
+  }
 }
 
 /** Everything a search reads, for one state of the database. */
-export class WordIndex {
+export class WordIndex implements Saved {
   /** Names of persons and creators of works. */
   readonly names = new Interned();
   readonly personen = new Personen(this.names);
@@ -164,6 +175,19 @@ export class WordIndex {
       part.fit();
       await nextTurn();
     }
+  }
+
+  /** Every part, in the order the snapshot has them (snapshot.ts). */
+  async save(writer: SnapshotWriter): Promise<void> {
+    for (const part of this.parts) await part.save(writer);
+  }
+
+  async restore(reader: SnapshotReader): Promise<void> {
+    for (const part of this.parts) await part.restore(reader);
+  }
+
+  private get parts(): Saved[] {
+    return [this.names, ...this.personen.parts, ...this.werke.parts, this.vocabulary];
   }
 
   /** Bytes held outside the JavaScript heap: the sets, the fields and the texts (not the groups of the facets). */

@@ -54,7 +54,7 @@ before(async () => {
   version = new DataVersion(db);
 });
 after(async () => {
-  for (const sync of syncs) sync.close();
+  for (const sync of syncs) await sync.close();
   await testDb.drop();
 });
 

@@ -1,0 +1,190 @@
+// The word index's snapshot file (lib/search/snapshot.ts, sync.ts; docs/operations.md, The search
+// index): a start takes the index from it and reads only the changes since, and holds what an
+// index read anew holds; a file of another database, one cut short, or one whose changes since
+// are no longer all noted is not taken, and everything is read from the database instead.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { Db } from '../../lib/db/index.ts';
+import { DataVersion, migrate, openPglite } from '../../lib/db/index.ts';
+import { loadDemoData } from '../../lib/db/migrate.ts';
+import { readSnapshot, writeSnapshot } from '../../lib/search/snapshot.ts';
+import { IndexSync } from '../../lib/search/sync.ts';
+import { WordIndex } from '../../lib/search/word-index.ts';
+import type { TestDb } from '../helpers.ts';
+import { backend, openTestDb, root } from '../helpers.ts';
+import { databaseEnv, startProgram } from '../program.ts';
+
+/** The program's own PGlite, opened while it is stopped. */
+async function withPglite(dataDir: string, use: (db: Db) => Promise<unknown>): Promise<void> {
+  const pglite = await openPglite({ dataDir });
+  try {
+    await use(pglite);
+  } finally {
+    await pglite.close();
+  }
+}
+
+let testDb: TestDb;
+let db: Db;
+let version: DataVersion;
+let dir: string;
+
+before(async () => {
+  testDb = await openTestDb();
+  db = testDb.db;
+  await migrate(db, path.join(root, 'sql'));
+  await loadDemoData(db, path.join(root, 'sql'));
+  version = new DataVersion(db);
+  dir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-snapshot-'));
+});
+after(async () => {
+  await testDb.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A started index with the snapshot file given (or none), its notes and its errors. */
+async function started(snapshot: string | null): Promise<{ sync: IndexSync; notes: string[]; errors: string[] }> {
+  const notes: string[] = [];
+  const errors: string[] = [];
+  const sync = new IndexSync(db, { snapshot, onError: (m) => errors.push(m), onNote: (m) => notes.push(m) });
+  await sync.start();
+  return { sync, notes, errors };
+}
+
+/** The index with every change made before. */
+async function current(sync: IndexSync): Promise<WordIndex> {
+  return (await sync.current(await version.current())).index;
+}
+
+/** What an index holds, as plain values: every set of lexemes and facets, each row's fields, the vocabulary. */
+function contents(index: WordIndex) {
+  const sets = <K>(entries: IterableIterator<[K, Iterable<number>]>) => [...entries].map(([key, set]) => [key, [...set]]).sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+  const { personen, werke, names, vocabulary } = index;
+  return {
+    personen: sets(personen.lexemes.entries()),
+    werke: sets(werke.lexemes.entries()),
+    facets: [sets(personen.byName.entries()), sets(werke.byArt.entries()), sets(werke.byDecade.entries()), sets(werke.byCreator.entries())],
+    persons: [...personen.lexemes.rows].map((id) => [id, names.text(personen.name.get(id)), personen.folded.get(id), personen.author.get(id), personen.slug.get(id)]),
+    works: [...werke.lexemes.rows].map((id) => [id, werke.person.get(id), names.text(werke.creator.get(id)), werke.arts.text(werke.art.get(id)), werke.jahr.get(id), werke.titel.get(id), werke.beschreibung.get(id), werke.folded.get(id)]),
+    vocabulary: [vocabulary.size, vocabulary.stemOf('hafen'), vocabulary.expand({ kind: 'begins', word: 'ha' }, 'ha', 50)],
+  };
+}
+
+let works = 0;
+async function addWork(title: string): Promise<void> {
+  await db.query(`INSERT INTO werk (person_id, titel, beschreibung, art, jahr) SELECT id, $1, 'Neu', 'Gemälde', 1999 FROM person ORDER BY id LIMIT 1`, [`${title} ${++works}`]);
+}
+
+describe('the search index snapshot', () => {
+  test('a start takes the index from the file written at the stop and the changes since: what an index read anew holds', async () => {
+    const file = path.join(dir, 'taken.snapshot');
+    const first = await started(file);
+    assert.equal(first.sync.stats.reloads, 1);
+    await addWork('Leuchtturmwärter');
+    await current(first.sync);
+    await first.sync.close();
+    assert.ok(statSync(file).size > 0);
+    assert.ok(first.sync.stats.snapshotsWritten >= 1);
+    // Changes after the file was written: notes the next start reads.
+    await addWork('Nebelhorn');
+    await db.query(`UPDATE werk SET titel = 'Umbenannt' WHERE id = (SELECT min(id) FROM werk)`);
+    const second = await started(file);
+    assert.deepEqual(second.errors, []);
+    assert.deepEqual([second.sync.stats.reloads, second.sync.stats.snapshotsTaken], [0, 1]);
+    assert.match(second.notes.join('\n'), /search index: taken from .*taken\.snapshot \(\d+ persons, \d+ works, version \d+ → \d+\)/);
+    const anew = await started(null);
+    assert.deepEqual(contents(await current(second.sync)), contents(await current(anew.sync)));
+    assert.ok([...(await current(second.sync)).werke.lexemes.of('t:nebelhorn') ?? []].length === 1, 'the work added after the file was written');
+    await Promise.all([second.sync.close(), anew.sync.close()]);
+  });
+
+  test('a file written from another database is not taken: everything is read, and the file written anew', async () => {
+    const file = path.join(dir, 'other.snapshot');
+    const index = new WordIndex();
+    await writeSnapshot(file, { database: '1/elsewhere', timeline: '00000001', snapshot: '1:1:', version: '1', endianness: os.endianness() }, index);
+    const { sync, notes } = await started(file);
+    assert.deepEqual([sync.stats.reloads, sync.stats.snapshotsTaken], [1, 0]);
+    assert.match(notes.join('\n'), /other\.snapshot not taken, reading everything: it was written from another database \(1\/elsewhere, not \d+\/\w+\)/);
+    await sync.close();
+    // The file now is this database's.
+    await readSnapshot(file, new WordIndex(), () => null);
+    const again = await started(file);
+    assert.equal(again.sync.stats.snapshotsTaken, 1);
+    await again.sync.close();
+  });
+
+  test('a file cut short, or not a snapshot at all, is not taken', async () => {
+    const file = path.join(dir, 'cut.snapshot');
+    const first = await started(file);
+    await first.sync.close();
+    truncateSync(file, Math.floor(statSync(file).size / 2));
+    const cut = await started(file);
+    assert.deepEqual([cut.sync.stats.reloads, cut.sync.stats.snapshotsTaken], [1, 0]);
+    assert.match(cut.notes.join('\n'), /cut\.snapshot not taken, reading everything: the file ends in the middle of a part/);
+    await cut.sync.close();
+    writeFileSync(file, 'GIF89a and then nothing of a snapshot');
+    const other = await started(file);
+    assert.match(other.notes.join('\n'), /not taken, reading everything: it is not a snapshot of this layout/);
+    assert.equal(other.sync.stats.reloads, 1);
+    await other.sync.close();
+  });
+
+  test('a file older than the change notes kept is not taken', async () => {
+    const file = path.join(dir, 'old.snapshot');
+    const first = await started(file);
+    await first.sync.close();
+    await addWork('Vergessen');
+    // Notes deleted after the file was written (as after keepChangesMs): the changes since are not all known.
+    await db.query('UPDATE search_change_pruned SET xid = pg_current_xact_id()');
+    const old = await started(file);
+    assert.deepEqual([old.sync.stats.reloads, old.sync.stats.snapshotsTaken], [1, 0]);
+    assert.match(old.notes.join('\n'), /old\.snapshot not taken, reading everything: changes since it was written are no longer all noted/);
+    assert.equal([...(await current(old.sync)).werke.lexemes.of('t:vergessen') ?? []].length, 1);
+    await old.sync.close();
+  });
+
+  test('a file that is not there is read from the database without a word, and written', async () => {
+    const file = path.join(dir, 'none.snapshot');
+    const { sync, notes, errors } = await started(file);
+    assert.deepEqual([notes, errors, sync.stats.reloads], [[], [], 1]);
+    await sync.close();
+    assert.ok(statSync(file).size > 0);
+  });
+});
+
+describe('a restart of the server', () => {
+  test('takes the index from the snapshot the stop wrote, and searches find what changed since', async () => {
+    const programDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-data-'));
+    const own = await openTestDb();
+    const env = databaseEnv(own, programDir);
+    try {
+      const first = await startProgram(env);
+      first.child.kill('SIGTERM');
+      assert.equal(await first.exited, 0);
+      first.remove();
+      const file = path.join(programDir, 'search-index.snapshot');
+      assert.ok(statSync(file).size > 0, 'the stop wrote the snapshot');
+      // A change while the server is down.
+      const added = `INSERT INTO werk (person_id, titel) SELECT id, 'Zwischenzeitlich' FROM person ORDER BY id LIMIT 1`;
+      if (backend === 'postgres') await own.db.query(added);
+      else await withPglite(programDir, (pglite) => pglite.query(added));
+      const second = await startProgram(env);
+      try {
+        assert.match(second.output(), /portfolio: search index: taken from .*search-index\.snapshot \(\d+ persons, \d+ works, version \d+ → \d+\)/);
+        for (const [word, total] of [['Zitronen', 1], ['Zwischenzeitlich', 1]] as const) {
+          const res = await fetch(`${second.origin}/search.json?query=any,contains,${word}`);
+          assert.equal(res.status, 200);
+          assert.equal(((await res.json()) as { total: number }).total, total, word);
+        }
+      } finally {
+        second.remove();
+      }
+    } finally {
+      await own.drop();
+      rmSync(programDir, { recursive: true, force: true });
+    }
+  });
+});
