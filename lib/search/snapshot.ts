@@ -15,6 +15,8 @@ import { nextTurn } from './turns.ts';
 const magic = Buffer.from('portfolio search index 1\n');
 /** Bytes gathered before they are written, and read at once. */
 const chunkBytes = 1 << 20;
+/** A part at least this large is written on its own, without a copy. */
+const largeBytes = 1 << 16;
 
 /** What a snapshot belongs to: the database it was read from, and its state then (sync.ts). */
 export interface SnapshotHeader {
@@ -48,8 +50,18 @@ export class SnapshotWriter {
   async frame(bytes: ArrayBufferView): Promise<void> {
     const length = Buffer.alloc(4);
     length.writeUInt32LE(bytes.byteLength);
-    this.chunks.push(length, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
-    this.gathered += 4 + bytes.byteLength;
+    const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.chunks.push(length);
+    this.gathered += 4;
+    // A large part (a page of a column, a text buffer) is written as it is, the small ones gathered.
+    if (view.length >= largeBytes) {
+      await this.flush();
+      await this.file.write(view);
+      this.written += view.length;
+      return;
+    }
+    this.chunks.push(view);
+    this.gathered += view.length;
     if (this.gathered >= chunkBytes) await this.flush();
   }
 
