@@ -56,7 +56,7 @@ export class SnapshotWriter {
     // A large part (a page of a column, a text buffer) is written as it is, the small ones gathered.
     if (view.length >= largeBytes) {
       await this.flush();
-      await this.file.write(view);
+      await this.writeAll(view);
       this.written += view.length;
       return;
     }
@@ -90,8 +90,12 @@ export class SnapshotWriter {
     this.chunks = [];
     this.written += this.gathered;
     this.gathered = 0;
-    await this.file.write(chunk);
+    await this.writeAll(chunk);
     await nextTurn();
+  }
+
+  private async writeAll(bytes: Buffer): Promise<void> {
+    for (let at = 0; at < bytes.length;) at += (await this.file.write(bytes, at, bytes.length - at)).bytesWritten;
   }
 }
 
