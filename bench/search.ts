@@ -13,7 +13,9 @@
 // - person pages at 16 connections alone, then beside 12 clients that send the most expensive
 //   searches a client can (4 two-letter wildcards and 8 one-letter words, ORed), each uncached.
 // BENCH_SECONDS (default 10) per server and case in BENCH_SLICES (default 4) turns, after
-// BENCH_WARMUP_SECONDS (default 5) of searches per server; BENCH_SIZES.
+// BENCH_WARMUP_SECONDS (default 5) of searches per server; BENCH_SIZES. BENCH_COMPARE, the folder
+// of another checkout of the project, built: its product runs beside this one in every case, in
+// the same turns (a change's paired figures); BENCH_PEERS=0 leaves out the baseline and the peer.
 import path from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +33,8 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const slices = Number(process.env.BENCH_SLICES ?? 4);
 const sizes = (process.env.BENCH_SIZES ?? '200000,1000000').split(',').map(Number);
 const warmUpSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 5);
+const compare = process.env.BENCH_COMPARE ? path.resolve(process.env.BENCH_COMPARE) : null;
+const peers = process.env.BENCH_PEERS !== '0';
 
 const pick = <T>(random: () => number, list: readonly T[]) => list[Math.floor(random() * list.length)] as T;
 
@@ -49,7 +53,7 @@ function expensiveSearch(random: () => number): string {
   return `/search.json?query=${encodeURIComponent(`any,contains,${words.join(' OR ')}`)}`;
 }
 
-type Server = 'product' | 'product, 2 workers' | 'baseline' | 'PostgreSQL full-text';
+type Server = 'product' | 'product, 2 workers' | 'compared' | 'compared, 2 workers' | 'baseline' | 'PostgreSQL full-text';
 
 interface Case { name: string; connections: number; path: (random: () => number) => string; servers: Server[] }
 
@@ -93,15 +97,24 @@ async function main(): Promise<void> {
   const memoryRows: string[] = [];
   for (const works of sizes) {
     const dataset = await prepareDataset(works, { reuse: true });
-    const product = await startServer(`the product (${works} works)`, startArguments(), {
-      NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: dataset.url, DEMO_DATA: '0', LOG_DIR: path.join(root, 'dist', 'bench-logs'), WEB_CONCURRENCY: '1',
+    const productEnv = (workers: string, logs: string) => ({
+      NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: dataset.url, DEMO_DATA: '0', LOG_DIR: path.join(root, 'dist', logs), WEB_CONCURRENCY: workers,
     });
-    const product2 = await startServer(`the product with two workers (${works} works)`, startArguments(), {
-      NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: dataset.url, DEMO_DATA: '0', LOG_DIR: path.join(root, 'dist', 'bench-logs-2'), WEB_CONCURRENCY: '2',
-    });
-    const baseline = await startServer(`the baseline (${works} works)`, [baselineFile], { PORT: '0', DATABASE_URL: dataset.url, BASELINE_STYLE: 'strong' });
-    const peerSize = await preparePeer(dataset.url);
-    const peer = await startServer(`the full-text peer (${works} works)`, [baselineFile], { PORT: '0', DATABASE_URL: dataset.url, BASELINE_STYLE: 'strong', BASELINE_SEARCH: 'fts' });
+    const comparedArguments = compare ? [...startArguments().slice(0, -1), path.join(compare, 'dist', 'server.js')] : [];
+    const running = new Map<Server, Started>();
+    running.set('product', await startServer(`the product (${works} works)`, startArguments(), productEnv('1', 'bench-logs')));
+    running.set('product, 2 workers', await startServer(`the product with two workers (${works} works)`, startArguments(), productEnv('2', 'bench-logs-2')));
+    if (compare) {
+      running.set('compared', await startServer(`the product of ${compare} (${works} works)`, comparedArguments, productEnv('1', 'bench-logs-c')));
+      running.set('compared, 2 workers', await startServer(`the product of ${compare} with two workers (${works} works)`, comparedArguments, productEnv('2', 'bench-logs-c2')));
+    }
+    let peerSize = 0;
+    if (peers) {
+      running.set('baseline', await startServer(`the baseline (${works} works)`, [baselineFile], { PORT: '0', DATABASE_URL: dataset.url, BASELINE_STYLE: 'strong' }));
+      peerSize = await preparePeer(dataset.url);
+      running.set('PostgreSQL full-text', await startServer(`the full-text peer (${works} works)`, [baselineFile], { PORT: '0', DATABASE_URL: dataset.url, BASELINE_STYLE: 'strong', BASELINE_SEARCH: 'fts' }));
+    }
+    const product = running.get('product') as Started;
     const quiet = await watchStatements([new URL(dataset.url).pathname.slice(1)]);
     // Every kept result stale ten times a second: a change to one work, as an editor makes.
     const writer = new pg.Client({ connectionString: dataset.url });
@@ -115,19 +128,18 @@ async function main(): Promise<void> {
     })();
     try {
       const cases: Case[] = [
-        { name: 'search, 1-2 words, uncached, 1 connection', connections: 1, path: userSearch, servers: ['product', 'baseline', 'PostgreSQL full-text'] },
-        { name: 'search, 1-2 words, uncached, 64 connections', connections: 64, path: userSearch, servers: ['product', 'product, 2 workers', 'baseline', 'PostgreSQL full-text'] },
-      ];
-      const started = new Map<Server, Started>([['product', product], ['product, 2 workers', product2], ['baseline', baseline], ['PostgreSQL full-text', peer]]);
+        { name: 'search, 1-2 words, uncached, 1 connection', connections: 1, path: userSearch, servers: ['product', 'compared', 'baseline', 'PostgreSQL full-text'] },
+        { name: 'search, 1-2 words, uncached, 64 connections', connections: 64, path: userSearch, servers: ['product', 'product, 2 workers', 'compared', 'compared, 2 workers', 'baseline', 'PostgreSQL full-text'] },
+      ].map((c) => ({ ...c, servers: c.servers.filter((name) => running.has(name as Server)) as Server[] }));
       // Warm-up, as bench/run.ts has: the search's code compiled by V8 in every worker (cold, a
       // worker served a third less in its first ten seconds), the database's pages read.
       const warm = createRandom(99);
-      for (const server of started.values()) {
+      for (const server of running.values()) {
         await quiet();
         await runSlice({ origin: server.origin, connections: 64, seconds: warmUpSeconds, pid: server.child.pid ?? 0, nextPath: () => userSearch(warm) });
       }
       for (const [i, c] of cases.entries()) {
-        const servers: [Server, Started][] = c.servers.map((name) => [name, started.get(name) as Started]);
+        const servers: [Server, Started][] = c.servers.map((name) => [name, running.get(name) as Started]);
         const sliced = new Map<string, { slices: Slice[]; paths: string[]; made: number | null }>(servers.map(([name]) => [name, { slices: [], paths: [], made: 0 }]));
         const randoms = new Map(servers.map(([name]) => [name, createRandom(2000 + i)]));
         for (let turn = 0; turn < slices; turn++) {
@@ -177,8 +189,9 @@ async function main(): Promise<void> {
       await changes;
       await writer.end();
       await quiet.end();
-      memoryRows.push(`| ${works} | ${(await indexBytes(product.origin) / 2 ** 20).toFixed(0)} MB outside the heap | ${(peerSize / 2 ** 20).toFixed(0)} MB of tables and GIN indexes (in PostgreSQL's cache) |`);
-      await Promise.all([stopServer(product), stopServer(product2), stopServer(baseline), stopServer(peer)]);
+      const compared = running.get('compared');
+      memoryRows.push(`| ${works} | ${(await indexBytes(product.origin) / 2 ** 20).toFixed(0)} MB outside the heap${compared ? ` (compared: ${(await indexBytes(compared.origin) / 2 ** 20).toFixed(0)} MB)` : ''} | ${peers ? `${(peerSize / 2 ** 20).toFixed(0)} MB of tables and GIN indexes (in PostgreSQL's cache)` : 'not run'} |`);
+      await Promise.all([...running.values()].map(stopServer));
     }
   }
   const minutes = ((Date.now() - started) / 60_000).toFixed(1);
