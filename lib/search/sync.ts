@@ -164,9 +164,11 @@ export class IndexSync {
       const version = this.version;
       const header: SnapshotHeader = { database: this.database, timeline: this.timeline, snapshot: this.snapshot, version: String(version), endianness: os.endianness() };
       try {
-        await writeSnapshot(path, header, this.index);
+        const started = performance.now();
+        const bytes = await writeSnapshot(path, header, this.index);
         this.savedVersion = version;
         this.stats.snapshotsWritten++;
+        this.options.onNote?.(`search index: written to ${path} (${(bytes / 2 ** 20).toFixed(0)} MB in ${((performance.now() - started) / 1000).toFixed(1)} s)`);
       } catch (err) {
         this.options.onError(`search index: writing the snapshot ${path} failed: ${(err as Error).message}`);
       }
