@@ -37,9 +37,9 @@ export async function takeRows(plan: Plan, rows: IdSet, options: TakeOptions): P
   if (!plan.check) return { ids: Array.from(candidates), stopped: false, descriptions };
   const ids: number[] = [];
   const texts = options.texts(descriptions);
-  for (let at = 0; at < candidates.length && ids.length < limit; at += describeChunk) {
-    if (at >= maxChecked) return { ids, stopped: true, descriptions };
-    const chunk = Array.from(candidates.subarray(at, Math.min(at + describeChunk, maxChecked)));
+  const checkable = Math.min(candidates.length, maxChecked);
+  for (let at = 0; at < checkable && ids.length < limit; at += describeChunk) {
+    const chunk = Array.from(candidates.subarray(at, Math.min(at + describeChunk, checkable)));
     // The descriptions of a chunk, of which those of the rows taken are kept for their rank.
     // With an early plan, the rows that pass without their description are hits as they were
     // then: the index may change while the others' descriptions are read.
@@ -56,7 +56,8 @@ export async function takeRows(plan: Plan, rows: IdSet, options: TakeOptions): P
       }
     }
   }
-  return { ids, stopped: false, descriptions };
+  // Stopped: rows were left that the checks may not read, and the hits are not all taken.
+  return { ids, stopped: ids.length < limit && candidates.length > maxChecked, descriptions };
 }
 
 /** A set the query's rows combine to; own when it was made for it (and is given back after), not one of the index's. */

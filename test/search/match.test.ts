@@ -1,5 +1,5 @@
-// Taking a plan's rows block by block (lib/search/match.ts): a search that awaits descriptions
-// between blocks takes the same rows whatever other searches run meanwhile.
+// Taking a plan's rows (lib/search/match.ts): a search that awaits descriptions between chunks
+// takes the same rows whatever other searches run meanwhile; checks stop at maxChecked.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { takeRows } from '../../lib/search/match.ts';
@@ -82,4 +82,21 @@ test('rows that passed without their description stay hits when the index change
   const before = await run(false, false);
   assert.ok(before.some((id) => id % 2 === 0) && before.some((id) => id % 2 !== 0));
   assert.deepEqual(await run(true, true), before);
+});
+
+test('checks stop after maxChecked rows, whatever its size, and say so only when rows were left', async () => {
+  const index = indexOf();
+  const rows = index.werke.lexemes.rows;
+  const none: Plan = { kind: 'werk', rows: { t: 'all' }, check: () => false, description: false, early: false, scores: [] };
+  const options = (maxChecked: number, limit = 10) => ({ limit, maxChecked, texts: () => ({ text: () => '' }), describe: async () => new Map() });
+  assert.ok(rows.size > 2000, `${rows.size} rows`);
+  for (const maxChecked of [1, 400, 1000, 1001, 1999]) {
+    assert.deepEqual(await takeRows(none, rows, options(maxChecked)), { ids: [], stopped: true, descriptions: null }, `maxChecked ${maxChecked}`);
+  }
+  assert.equal((await takeRows(none, rows, options(rows.size))).stopped, false, 'every row checked');
+  // The hits all taken by the last row it may check: not stopped.
+  const first = [...rows].slice(0, 3);
+  const some: Plan = { ...none, check: (id) => first.includes(id) };
+  assert.deepEqual(await takeRows(some, rows, options(3, 3)), { ids: first, stopped: false, descriptions: null });
+  assert.deepEqual(await takeRows(some, rows, options(2, 3)), { ids: first.slice(0, 2), stopped: true, descriptions: null });
 });
