@@ -70,6 +70,10 @@ export class Column {
 
   async restore(reader: SnapshotReader): Promise<void> {
     const present = reader.value<boolean[]>();
+    // Ids are below 2^31: at most 32,768 pages.
+    if (!Array.isArray(present) || present.length > 1 << (31 - pageBits) || !present.every((there) => typeof there === 'boolean')) {
+      throw new Error('a column\'s pages are not a list of at most 32,768');
+    }
     this.pages.length = 0;
     for (const [p, there] of present.entries()) {
       this.pages[p] = there ? reader.numbers(pageSize * this.width) : undefined;
@@ -125,8 +129,8 @@ export class Texts {
   /** Read back with a sixteenth of room for the changes to come, as fit leaves. */
   async restore(reader: SnapshotReader): Promise<void> {
     const [used, garbage] = reader.value<[number, number]>();
-    const { buffer, length } = reader.frameWithRoom(Math.max(1 << 16, Math.ceil(used / 16)));
-    if (length !== used) throw new Error('a text buffer has the wrong size');
+    if (!Number.isSafeInteger(used) || !Number.isSafeInteger(garbage) || garbage < 0 || garbage > used) throw new Error('a text buffer\'s sizes are not sizes');
+    const buffer = reader.frameWithRoom(used, Math.max(1 << 16, Math.ceil(used / 16)));
     this.buffer = buffer;
     this.used = used;
     this.garbage = garbage;

@@ -2,11 +2,14 @@
 // that a restart takes it from there and reads only the changes since, as their notes name them,
 // instead of every row from the database. The file is a header (which database, at which snapshot
 // of its transactions) and the index's parts as frames (a length, then its bytes), written in the
-// order they are read; a new file takes the old one's name only once it is complete.
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+// order they are read, then a SHA-256 of them all: a file that was changed or cut short is never
+// used (a bitmap's bytes are trusted by the native code that reads it). A new file takes the old
+// one's name only once it is complete.
+import { createHash, type Hash } from 'node:crypto';
+import { closeSync, fstatSync, openSync, readdirSync, readSync, rmSync } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import os from 'node:os';
-import { dirname } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import v8 from 'node:v8';
 import { IdSet } from './id-set.ts';
 import { nextTurn } from './turns.ts';
@@ -35,6 +38,7 @@ export class SnapshotWriter {
   private chunks: Buffer[] = [];
   private gathered = 0;
   private written = 0;
+  private readonly hash = createHash('sha256');
 
   private constructor(private readonly file: Awaited<ReturnType<typeof open>>) {}
 
@@ -51,6 +55,7 @@ export class SnapshotWriter {
     const length = Buffer.alloc(4);
     length.writeUInt32LE(bytes.byteLength);
     const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.hash.update(length).update(view);
     this.chunks.push(length);
     this.gathered += 4;
     // A large part (a page of a column, a text buffer) is written as it is, the small ones gathered.
@@ -74,7 +79,13 @@ export class SnapshotWriter {
     await this.frame(set.serialize('portable'));
   }
 
+  /** Ends the file with the hash of every frame before it. */
   async close(): Promise<void> {
+    const digest = this.hash.digest();
+    const length = Buffer.alloc(4);
+    length.writeUInt32LE(digest.length);
+    this.chunks.push(length, digest);
+    this.gathered += 4 + digest.length;
     await this.flush();
     await this.file.sync();
     await this.file.close();
@@ -106,6 +117,8 @@ export class SnapshotReader {
   /** The file's bytes not yet read into the window. */
   private left: number;
   private closed = false;
+  /** Of every byte taken, to be compared with the file's last frame. */
+  private readonly hash: Hash = createHash('sha256');
 
   private constructor(private readonly fd: number) {
     this.left = fstatSync(fd).size;
@@ -126,11 +139,12 @@ export class SnapshotReader {
   }
 
   /**
-   * The next frame's bytes at the start of a buffer of room more bytes (a large one is read
-   * straight into it, not through the window).
+   * The next frame's bytes, which must be `expected` of them, at the start of a buffer of room
+   * more bytes (a large one is read straight into it, not through the window).
    */
-  frameWithRoom(room: number): { buffer: Buffer; length: number } {
+  frameWithRoom(expected: number, room: number): Buffer {
     const length = this.take(4).readUInt32LE(0);
+    if (length !== expected) throw new Error('a part has the wrong size');
     this.ensure(length);
     const buffer = Buffer.alloc(length + room);
     const held = Math.min(length, this.window.length - this.at);
@@ -142,7 +156,8 @@ export class SnapshotReader {
       filled += read;
       this.left -= read;
     }
-    return { buffer, length };
+    this.hash.update(buffer.subarray(0, length));
+    return buffer;
   }
 
   /** A page of numbers (columns.ts) of the length given. */
@@ -168,11 +183,19 @@ export class SnapshotReader {
     closeSync(this.fd);
   }
 
-  /** The next n bytes, valid until the next call. */
-  private take(n: number): Buffer {
+  /** Whether the file's last frame is the hash of everything before it, and nothing follows. */
+  verified(): boolean {
+    const digest = this.hash.digest();
+    const length = this.take(4, false).readUInt32LE(0);
+    return length === digest.length && this.take(length, false).equals(digest) && this.window.length - this.at + this.left === 0;
+  }
+
+  /** The next n bytes, valid until the next call; hashed unless it is the hash. */
+  private take(n: number, hashed = true): Buffer {
     if (this.at + n > this.window.length) this.refill(n);
     const bytes = this.window.subarray(this.at, this.at + n);
     this.at += n;
+    if (hashed) this.hash.update(bytes);
     return bytes;
   }
 
@@ -205,11 +228,13 @@ export interface Saved {
 
 /**
  * Writes the index to path: to a file of its own first, which then takes path's name, so that a
- * reader sees the whole file before or the whole file after. Returns the bytes written.
+ * reader sees the whole file before or the whole file after. Files of its own that writers which
+ * are gone left behind (a process killed while it wrote) are removed first. Returns the bytes.
  */
 export async function writeSnapshot(path: string, header: SnapshotHeader, index: Saved): Promise<number> {
   const own = `${path}.${process.pid}.new`;
   await mkdir(dirname(path), { recursive: true });
+  removeLeftOver(path);
   const writer = await SnapshotWriter.create(own);
   try {
     await writer.frame(magic);
@@ -226,23 +251,58 @@ export async function writeSnapshot(path: string, header: SnapshotHeader, index:
   }
 }
 
+/** Removes path.<pid>.new files of processes that no longer run. */
+function removeLeftOver(path: string): void {
+  const pattern = new RegExp(`^${basename(path).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.(\\d+)\\.new$`);
+  for (const name of readdirSync(dirname(path))) {
+    const pid = Number(pattern.exec(name)?.[1] ?? 0);
+    if (pid > 0 && pid !== process.pid && !running(pid)) rmSync(join(dirname(path), name), { force: true });
+  }
+}
+
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** A snapshot file opened: its header read, its index not yet. */
+export interface OpenSnapshot {
+  header: SnapshotHeader;
+  /** Reads the index into `into` and checks the file's hash; an error when it does not match. */
+  restore(into: Saved): Promise<void>;
+  close(): void;
+}
+
 /**
- * The header of the snapshot at path and the index read from it into `into`, when it is one of
- * this layout and its header is accepted by `accept` (which says why not otherwise); a file cut
- * short or of another layout is an error, as is one that is not there (ENOENT).
+ * Opens the snapshot at path and reads its header; a file of another layout or byte order is an
+ * error, as is one that is not there (ENOENT). The index is read by `restore`, once the header has
+ * been found fit: a file refused costs no index read in vain.
  */
-export async function readSnapshot(path: string, into: Saved, accept: (header: SnapshotHeader) => string | null): Promise<SnapshotHeader> {
+export function openSnapshot(path: string): OpenSnapshot {
   const reader = SnapshotReader.open(path);
   try {
     if (!reader.is(magic)) throw new Error('it is not a snapshot of this layout');
     const header = reader.value<SnapshotHeader>();
+    const fields = ['database', 'timeline', 'snapshot', 'version', 'endianness'] as const;
+    if (typeof header !== 'object' || header === null || !fields.every((f) => typeof header[f] === 'string') || !/^\d+$/.test(header.version)) {
+      throw new Error('its header is not a snapshot\'s');
+    }
     if (header.endianness !== os.endianness()) throw new Error('it was written on a machine of another byte order');
-    const refused = accept(header);
-    if (refused) throw new Error(refused);
-    await into.restore(reader);
-    if (!reader.is(magic)) throw new Error('its end is not where its parts end');
-    return header;
-  } finally {
+    return {
+      header,
+      restore: async (into) => {
+        await into.restore(reader);
+        if (!reader.is(magic)) throw new Error('its end is not where its parts end');
+        if (!reader.verified()) throw new Error('its bytes are not the ones written (their SHA-256 differs)');
+      },
+      close: () => reader.close(),
+    };
+  } catch (err) {
     reader.close();
+    throw err;
   }
 }

@@ -9,7 +9,7 @@ import os from 'node:os';
 import type { Db } from '../db/index.ts';
 import { apply, load, readChanges } from './reading.ts';
 import type { SnapshotHeader } from './snapshot.ts';
-import { readSnapshot, writeSnapshot } from './snapshot.ts';
+import { openSnapshot, writeSnapshot } from './snapshot.ts';
 import { WordIndex } from './word-index.ts';
 
 /** How long change notes are kept, and how often a process looks for changes without a search. */
@@ -64,10 +64,16 @@ export class IndexSync {
    * meanwhile: until the first reading, `read` is false and they are refused.
    */
   async start(): Promise<void> {
-    const taken = await this.takeSnapshot();
-    for (; !taken;) {
+    // The snapshot is tried until the database answers, then never again: a file refused is read from the database.
+    let tried = !this.options.snapshot;
+    let taken = false;
+    for (;;) {
       try {
-        await this.reload();
+        if (!tried) {
+          taken = await this.takeSnapshot();
+          tried = true;
+        }
+        if (!taken) await this.reload();
         break;
       } catch (err) {
         if (this.closed) return;
@@ -177,20 +183,39 @@ export class IndexSync {
 
   /**
    * The index from the snapshot file with the changes since, when the file is there, was written
-   * from this database and its change notes since are all kept; else false, with the reason told
-   * (a file that is not there is said nothing of), and the index is read from the database.
+   * from this database (the same cluster, database and tables, its data version not behind the
+   * file's) on its timeline, its change notes since are all kept and its bytes are the ones
+   * written; else false, with the reason told (a file that is not there is said nothing of). An
+   * error of the database is thrown: start() tries again.
    */
   private async takeSnapshot(): Promise<boolean> {
-    const path = this.options.snapshot;
-    if (!path) return false;
+    const path = this.options.snapshot as string;
     const note = this.options.onNote ?? (() => undefined);
+    const refused = (err: unknown) => {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') note(`search index: ${path} not taken, reading everything: ${(err as Error).message}`);
+      return false;
+    };
+    const database = await this.databaseOf();
+    let file: ReturnType<typeof openSnapshot>;
     try {
-      const database = await this.databaseOf();
-      const index = new WordIndex();
-      const header = await readSnapshot(path, index, (h) => h.database === database ? null : `it was written from another database (${h.database}, not ${database})`);
+      file = openSnapshot(path);
+    } catch (err) {
+      return refused(err);
+    }
+    try {
+      const { header } = file;
+      if (header.database !== database) return refused(new Error(`it was written from another database (${header.database}, not ${database})`));
+      // Checked before the index is read from the file: a file refused costs no second index in memory.
       const caught = await readChanges(this.db, header.snapshot);
-      if (caught.reload) throw new Error('changes since it was written are no longer all noted');
-      if (caught.timeline !== header.timeline) throw new Error(`the database is on another timeline (${caught.timeline}, not ${header.timeline})`);
+      if (caught.reload) return refused(new Error('changes since it was written are no longer all noted'));
+      if (caught.timeline !== header.timeline) return refused(new Error(`the database is on another timeline (${caught.timeline}, not ${header.timeline})`));
+      if (BigInt(caught.version) < BigInt(header.version)) return refused(new Error(`the database's data version ${caught.version} is behind the file's ${header.version} (a copy from before it was restored)`));
+      const index = new WordIndex();
+      try {
+        await file.restore(index);
+      } catch (err) {
+        return refused(err);
+      }
       apply(index, caught);
       this.index = index;
       this.database = database;
@@ -201,14 +226,21 @@ export class IndexSync {
       this.stats.snapshotsTaken++;
       note(`search index: taken from ${path} (${index.personen.lexemes.rows.size} persons, ${index.werke.lexemes.rows.size} works, version ${header.version} → ${caught.version})`);
       return true;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') note(`search index: ${path} not taken, reading everything: ${(err as Error).message}`);
-      return false;
+    } finally {
+      file.close();
     }
   }
 
+  /**
+   * Which database this is: the cluster's system identifier, the database's oid and name, and the
+   * oids of the tables the index reads. A dump restored into a database made anew, or over its
+   * tables, has other oids.
+   */
   private async databaseOf(): Promise<string> {
-    const [row] = await this.db.query<{ database: string }>(`SELECT system_identifier::text || '/' || current_database() AS database FROM pg_control_system()`);
+    const [row] = await this.db.query<{ database: string }>(
+      `SELECT concat_ws('/', system_identifier, (SELECT oid FROM pg_database WHERE datname = current_database()), current_database(),
+                        'person'::regclass::oid, 'werk'::regclass::oid) AS database FROM pg_control_system()`,
+    );
     return row?.database ?? '';
   }
 
@@ -228,7 +260,9 @@ export class IndexSync {
   /** Reads everything again in the background; a failure is logged, and the next catch-up tries again. */
   private readAgain(): void {
     this.reading ??= this.reload()
-      .then(() => void this.save())
+      .then(() => {
+        if (!this.closed) void this.save();
+      })
       .catch((err: unknown) => this.options.onError(`search index: reading everything again failed: ${(err as Error).message}`))
       .finally(() => {
         this.reading = null;
@@ -253,6 +287,8 @@ export class IndexSync {
       if (!caught.reload) {
         apply(index, caught);
         this.index = index;
+        // Written anew even at the version it was written at: the timeline or the tables may be new.
+        this.savedVersion = -1n;
         this.database = database;
         this.snapshot = caught.snapshot;
         this.timeline = caught.timeline;

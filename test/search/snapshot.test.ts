@@ -3,14 +3,14 @@
 // index read anew holds; a file of another database, one cut short, or one whose changes since
 // are no longer all noted is not taken, and everything is read from the database instead.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Db } from '../../lib/db/index.ts';
 import { DataVersion, migrate, openPglite } from '../../lib/db/index.ts';
 import { loadDemoData } from '../../lib/db/migrate.ts';
-import { readSnapshot, writeSnapshot } from '../../lib/search/snapshot.ts';
+import { openSnapshot, writeSnapshot } from '../../lib/search/snapshot.ts';
 import { IndexSync } from '../../lib/search/sync.ts';
 import { WordIndex } from '../../lib/search/word-index.ts';
 import type { TestDb } from '../helpers.ts';
@@ -107,10 +107,12 @@ describe('the search index snapshot', () => {
     await writeSnapshot(file, { database: '1/elsewhere', timeline: '00000001', snapshot: '1:1:', version: '1', endianness: os.endianness() }, index);
     const { sync, notes } = await started(file);
     assert.deepEqual([sync.stats.reloads, sync.stats.snapshotsTaken], [1, 0]);
-    assert.match(notes.join('\n'), /other\.snapshot not taken, reading everything: it was written from another database \(1\/elsewhere, not \d+\/\w+\)/);
+    assert.match(notes.join('\n'), /other\.snapshot not taken, reading everything: it was written from another database \(1\/elsewhere, not \d+\/\d+\/\w+\/\d+\/\d+\)/);
     await sync.close();
     // The file now is this database's.
-    await readSnapshot(file, new WordIndex(), () => null);
+    const written = openSnapshot(file);
+    await written.restore(new WordIndex());
+    written.close();
     const again = await started(file);
     assert.equal(again.sync.stats.snapshotsTaken, 1);
     await again.sync.close();
@@ -130,6 +132,52 @@ describe('the search index snapshot', () => {
     assert.match(other.notes.join('\n'), /not taken, reading everything: it is not a snapshot of this layout/);
     assert.equal(other.sync.stats.reloads, 1);
     await other.sync.close();
+  });
+
+  test('a file whose bytes changed after it was written is not taken', async () => {
+    const file = path.join(dir, 'changed.snapshot');
+    const first = await started(file);
+    await first.sync.close();
+    const written = readFileSync(file);
+    // One bit in the middle (in a part), and one in the hash at the end.
+    for (const [at, reason] of [[Math.floor(written.length / 2), /.+/], [written.length - 1, /its bytes are not the ones written \(their SHA-256 differs\)/]] as const) {
+      const bytes = Buffer.from(written);
+      bytes[at]! ^= 1;
+      writeFileSync(file, bytes);
+      const changed = await started(file);
+      assert.deepEqual([changed.sync.stats.reloads, changed.sync.stats.snapshotsTaken], [1, 0], `bit ${at}`);
+      const note = changed.notes.join('\n');
+      assert.match(note, /changed\.snapshot not taken, reading everything: /);
+      assert.match(note, reason);
+      await changed.sync.close();
+      writeFileSync(file, written);
+    }
+  });
+
+  test('a file from a later state than the database (a copy restored from before) is not taken', async () => {
+    const file = path.join(dir, 'later.snapshot');
+    const first = await started(file);
+    await first.sync.close();
+    const header = openSnapshot(file);
+    const later = { ...header.header, version: String(BigInt(header.header.version) + 1000n) };
+    const index = new WordIndex();
+    await header.restore(index);
+    header.close();
+    await writeSnapshot(file, later, index);
+    const behind = await started(file);
+    assert.deepEqual([behind.sync.stats.reloads, behind.sync.stats.snapshotsTaken], [1, 0]);
+    assert.match(behind.notes.join('\n'), /later\.snapshot not taken, reading everything: the database's data version \d+ is behind the file's \d+/);
+    await behind.sync.close();
+  });
+
+  test('a writer that is gone leaves no file behind once the next one writes', async () => {
+    const file = path.join(dir, 'left.snapshot');
+    const gone = `${file}.999999999.new`;
+    writeFileSync(gone, 'half a snapshot');
+    const { sync } = await started(file);
+    await sync.close();
+    assert.equal(existsSync(gone), false);
+    assert.ok(existsSync(file));
   });
 
   test('a file older than the change notes kept is not taken', async () => {
