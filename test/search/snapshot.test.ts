@@ -8,13 +8,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Db } from '../../lib/db/index.ts';
-import { DataVersion, migrate, openPglite } from '../../lib/db/index.ts';
-import { loadDemoData } from '../../lib/db/migrate.ts';
+import type { DataVersion } from '../../lib/db/index.ts';
+import { openPglite } from '../../lib/db/index.ts';
 import { openSnapshot, writeSnapshot } from '../../lib/search/snapshot.ts';
 import { IndexSync } from '../../lib/search/sync.ts';
 import { WordIndex } from '../../lib/search/word-index.ts';
 import type { TestDb } from '../helpers.ts';
-import { backend, openTestDb, root } from '../helpers.ts';
+import { backend, openTestDb } from '../helpers.ts';
+import { contents, openDemoDb } from './index-contents.ts';
 import { databaseEnv, startProgram } from '../program.ts';
 
 /** The program's own PGlite, opened while it is stopped. */
@@ -33,11 +34,8 @@ let version: DataVersion;
 let dir: string;
 
 before(async () => {
-  testDb = await openTestDb();
+  ({ testDb, version } = await openDemoDb());
   db = testDb.db;
-  await migrate(db, path.join(root, 'sql'));
-  await loadDemoData(db, path.join(root, 'sql'));
-  version = new DataVersion(db);
   dir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-snapshot-'));
 });
 after(async () => {
@@ -57,20 +55,6 @@ async function started(snapshot: string | null): Promise<{ sync: IndexSync; note
 /** The index with every change made before. */
 async function current(sync: IndexSync): Promise<WordIndex> {
   return (await sync.current(await version.current())).index;
-}
-
-/** What an index holds, as plain values: every set of lexemes and facets, each row's fields, the vocabulary. */
-function contents(index: WordIndex) {
-  const sets = <K>(entries: IterableIterator<[K, Iterable<number>]>) => [...entries].map(([key, set]) => [key, [...set]]).sort((a, b) => String(a[0]).localeCompare(String(b[0])));
-  const { personen, werke, names, vocabulary } = index;
-  return {
-    personen: sets(personen.lexemes.entries()),
-    werke: sets(werke.lexemes.entries()),
-    facets: [sets(personen.byName.entries()), sets(werke.byArt.entries()), sets(werke.byDecade.entries()), sets(werke.byCreator.entries())],
-    persons: [...personen.lexemes.rows].map((id) => [id, names.text(personen.name.get(id)), personen.folded.get(id), personen.author.get(id), personen.slug.get(id)]),
-    works: [...werke.lexemes.rows].map((id) => [id, werke.person.get(id), names.text(werke.creator.get(id)), werke.arts.text(werke.art.get(id)), werke.jahr.get(id), werke.titel.get(id), werke.beschreibung.get(id), werke.folded.get(id)]),
-    vocabulary: [vocabulary.size, vocabulary.stemOf('hafen'), vocabulary.expand({ kind: 'begins', word: 'ha' }, 'ha', 50)],
-  };
 }
 
 let works = 0;

@@ -2,17 +2,16 @@
 // after any changes it holds what an index read anew holds, it sees a transaction that committed
 // after it last read, and it reads everything again when notes it had not read were deleted.
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { createRandom } from '../../bin/lib/sample-data.ts';
 import type { Db } from '../../lib/db/index.ts';
-import { DataVersion, migrate } from '../../lib/db/index.ts';
-import { loadDemoData } from '../../lib/db/migrate.ts';
+import type { DataVersion } from '../../lib/db/index.ts';
 import { IndexSync } from '../../lib/search/sync.ts';
 import type { WordIndex } from '../../lib/search/word-index.ts';
 import type { TestDb } from '../helpers.ts';
-import { backend, openTestDb, root } from '../helpers.ts';
+import { backend } from '../helpers.ts';
+import { contents, openDemoDb } from './index-contents.ts';
 
 let testDb: TestDb;
 let db: Db;
@@ -34,24 +33,9 @@ async function current(sync: IndexSync): Promise<WordIndex> {
   return (await sync.current(now)).index;
 }
 
-/** What an index holds, as plain values: every lexeme's ids, and each row's fields. */
-function contents(index: WordIndex) {
-  const lexemes = (rows: WordIndex['werke']['lexemes']) => Object.fromEntries([...rows.entries()].map(([lexeme, set]) => [lexeme, [...set]]).sort());
-  const { personen, werke, names } = index;
-  return {
-    personen: lexemes(personen.lexemes),
-    werke: lexemes(werke.lexemes),
-    persons: [...personen.lexemes.rows].map((id) => [id, names.text(personen.name.get(id)), personen.folded.get(id), personen.author.get(id), personen.slug.get(id)]),
-    works: [...werke.lexemes.rows].map((id) => [id, werke.person.get(id), names.text(werke.creator.get(id)), werke.arts.text(werke.art.get(id)), werke.jahr.get(id), werke.titel.get(id), werke.beschreibung.get(id), werke.folded.get(id)]),
-  };
-}
-
 before(async () => {
-  testDb = await openTestDb();
+  ({ testDb, version } = await openDemoDb());
   db = testDb.db;
-  await migrate(db, path.join(root, 'sql'));
-  await loadDemoData(db, path.join(root, 'sql'));
-  version = new DataVersion(db);
 });
 after(async () => {
   for (const sync of syncs) await sync.close();
