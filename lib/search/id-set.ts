@@ -1,6 +1,6 @@
 // A set of row ids of the word index: a compressed bitmap of CRoaring's Node port (the roaring
 // package), which keeps the ids of each block of 65,536 as a sorted list, a bitmap or runs,
-// whichever is smallest, and combines sets natively (docs/performance.md, Id sets).
+// whichever is smallest, and combines sets natively (docs/performance.md, Id sets: roaring).
 import roaring from 'roaring';
 import type { RoaringBitmap32 } from 'roaring';
 
