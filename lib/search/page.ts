@@ -1,6 +1,6 @@
 // The page of a search's hits in the order it asks for (docs/interface.md, Search): ranked,
 // by title, by author or by year, each a total order, from what the word index keeps of the hits;
-// and the page's rows, from the index or, while it is behind, from the database.
+// and the page's rows, from the database (the index keeps no text it does not search or sort by).
 import type { Db } from '../db/index.ts';
 import type { Kind } from './texts.ts';
 import type { Hit, Hits, SearchSpec, Sort } from './spec.ts';
@@ -70,26 +70,6 @@ export function pageOf(hits: Hits, spec: SearchSpec, index: WordIndex): Ranked[]
     if (best.length > end) best.pop();
   }
   return best.slice(spec.offset).map(ranked);
-}
-
-/**
- * The page's rows as the index has them, in the page's order, read in the same turn as the page
- * was made (the index changes between turns only): a row taken out meanwhile is left out.
- */
-export function pageRows(index: WordIndex, page: Ranked[]): Hit[] {
-  const { personen, werke, names } = index;
-  return page.flatMap(({ typ, id, score }): Hit[] => {
-    if (typ === 'person') {
-      if (!personen.lexemes.rows.has(id)) return [];
-      return [{ typ, id, titel: names.text(personen.name.get(id)), slug: personen.slug.get(id), person: null, beschreibung: null, art: null, jahr: null, score }];
-    }
-    if (!werke.lexemes.rows.has(id)) return [];
-    const jahr = werke.jahr.get(id);
-    return [{
-      typ, id, titel: werke.titel.get(id), slug: personen.slug.get(werke.person.get(id)), person: names.text(werke.creator.get(id)),
-      beschreibung: werke.beschreibung.get(id), art: werke.arts.text(werke.art.get(id)), jahr: jahr === noYear ? null : jahr, score,
-    }];
-  });
 }
 
 /** The page's rows as the database has them now, in the page's order; a row deleted meanwhile is left out. */

@@ -19,8 +19,8 @@ async function takeAll<R>(rows: readonly R[], take: (row: R) => void): Promise<v
 }
 
 const personColumns = `p.id, p.vorname || ' ' || p.nachname AS name, coalesce(p.suche_name, '') AS folded,
-  search_fold(p.nachname || ' ' || p.vorname) AS author, p.slug, array_to_string(tsvector_to_array(coalesce(p.suche, ''::tsvector)), ' ') AS lexemes`;
-const werkColumns = `w.id, w.person_id, w.urheber, w.art, w.jahr, w.titel, w.beschreibung, coalesce(w.suche_titel, '') AS folded,
+  search_fold(p.nachname || ' ' || p.vorname) AS author, array_to_string(tsvector_to_array(coalesce(p.suche, ''::tsvector)), ' ') AS lexemes`;
+const werkColumns = `w.id, w.person_id, w.urheber, w.art, w.jahr, coalesce(w.suche_titel, '') AS folded,
   array_to_string(tsvector_to_array(coalesce(w.suche, ''::tsvector)), ' ') AS lexemes`;
 
 /** A changed row (change: its id): its state now (id null when it is gone) and the lexemes it had before. */

@@ -1,9 +1,10 @@
 // Runs a search (docs/interface.md, Search) on the process's word index (word-index.ts), brought up
 // to date first (sync.ts): its words are looked up in the vocabulary, its plan (plan.ts) takes the
 // first hits of each kind in the order of their ids (match.ts), and those are ranked, counted
-// (facets.ts) and paged (page.ts), and the page's rows are read from it. The database gives what
-// the index does not keep: the stems of words the index has not seen (a short lookup, pipelined),
-// the folded descriptions a phrase is checked on and the closest spellings (suggest.ts), within
+// (facets.ts) and paged (page.ts). The database gives what the index does not keep: the page's
+// rows, read by key where the request reads (a replica may answer), the stems of words the index
+// has not seen (a short lookup, pipelined), the folded descriptions a phrase is checked on and
+// the closest spellings (suggest.ts), within
 // the share of connections searches may take, under a time-out of their own: one that runs into
 // it is 503, never 500.
 import type { Db } from '../db/index.ts';
@@ -14,7 +15,7 @@ import type { ParsedLine } from './language.ts';
 import { quoteTerms } from './language.ts';
 import { scoreRows, takeRows } from './match.ts';
 import type { Ranked } from './page.ts';
-import { pageOf, pageRows, pageRowsRead } from './page.ts';
+import { pageOf, pageRowsRead } from './page.ts';
 import type { Plan } from './plan.ts';
 import { kindPlan } from './plan.ts';
 import type { Found, Hits, RequestSearch, SearchEngine, SearchLimits, SearchSpec, SearchStats } from './spec.ts';
@@ -41,8 +42,8 @@ const maxDescribed = 2000;
 /** The data version a search must see, or 'latest': the index as it last was. */
 export type Wanted = bigint | null | 'latest';
 
-/** A search's answer; unread: the page's hits whose rows are still to be read, where the request reads. */
-export interface Searched { found: Found; unread: Ranked[] | null }
+/** A search's answer: what it found but the page's rows, and the page's hits, whose rows are read where the request reads. */
+export interface Searched { found: Found; page: Ranked[] }
 
 /** A search before the index is read: this process's, or the search process's (client.ts). */
 export function indexNotRead(): HttpError {
@@ -70,8 +71,8 @@ export function requestSearch(parts: {
         if (!(err instanceof DbUnavailableError) || db === primary) throw err;
         wanted = 'latest';
       }
-      const { found, unread } = await search(spec, wanted);
-      if (unread) found.hits = unread.length === 0 ? [] : await pageRowsRead(db, unread);
+      const { found, page } = await search(spec, wanted);
+      if (page.length > 0) found.hits = await pageRowsRead(db, page);
       return found;
     },
     suggest: (conditions, lines) => suggest(db, turns, timeoutMs, conditions, lines),
@@ -129,15 +130,15 @@ export class Searcher implements SearchEngine {
 
   /**
    * A search on the index with every change the data version `wanted` counts ('latest': the
-   * index as it last was, for when the primary cannot be asked). The page's rows come from the
-   * index when it is current; else `unread` names them, to be read where the request reads.
-   * `db` answers the stems of unknown words and the descriptions phrases are checked on.
+   * index as it last was, for when the primary cannot be asked; while the index is read anew, the
+   * one before). The page's rows are not in the index: `page` names them, to be read where the
+   * request reads. `db` answers the stems of unknown words and the descriptions phrases are checked on.
    */
   async search(spec: SearchSpec, wanted: Wanted, db: Db = this.sync.db): Promise<Searched> {
     if (!this.sync.read) throw indexNotRead();
-    const { index, current } = wanted === 'latest' ? { index: this.sync.latest, current: false } : await this.sync.current(wanted);
+    const { index } = wanted === 'latest' ? { index: this.sync.latest } : await this.sync.current(wanted);
     this.searches++;
-    return this.find(db, index, current, spec);
+    return this.find(db, index, spec);
   }
 
   /** The words of the lines as the index knows them: stems, and the words they stand for. */
@@ -180,8 +181,7 @@ export class Searcher implements SearchEngine {
     return stems;
   }
 
-  /** current: whether the index has every change the request's version counts (it is not being read anew). */
-  private async find(db: Db, index: WordIndex, current: boolean, spec: SearchSpec): Promise<Searched> {
+  private async find(db: Db, index: WordIndex, spec: SearchSpec): Promise<Searched> {
     const { cap } = this.limits;
     const words = await this.words(db, index, spec.lines);
     await this.loop.next();
@@ -219,12 +219,7 @@ export class Searcher implements SearchEngine {
       throw new HttpError(400, `Parameter offset is ${spec.offset}; a search pages through the first ${cap} hits of each kind only (${found.total} here). Add words or a facet to narrow it.`);
     }
     found.facets = facetsOf(hits, index);
-    const page = pageOf(hits, spec, index);
-    // An index behind the database (read anew meanwhile, or the primary out of reach) may still
-    // have rows that are gone or changed: the page's rows are read where the request reads then.
-    if (!current) return { found, unread: page };
-    found.hits = pageRows(index, page);
-    return { found, unread: null };
+    return { found, page: pageOf(hits, spec, index) };
   }
 
   /** The folded descriptions of works, for the phrases checked on them (they stay in the database). */

@@ -15,7 +15,7 @@ import { IdSet } from './id-set.ts';
 import { nextTurn } from './turns.ts';
 
 /** The file's first bytes, with the layout's number: a file of another layout is not read. */
-const magic = Buffer.from('portfolio search index 1\n');
+const magic = Buffer.from('portfolio search index 2\n');
 /** Bytes gathered before they are written, and read at once. */
 const chunkBytes = 1 << 20;
 /** A part at least this large is written on its own, without a copy. */

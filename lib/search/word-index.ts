@@ -16,7 +16,6 @@ export interface PersonRow {
   folded: string;
   /** search_fold(nachname vorname): the order by author. */
   author: string;
-  slug: string;
   /** The row's lexemes, separated by spaces. */
   lexemes: string;
 }
@@ -29,8 +28,6 @@ export interface WerkRow {
   urheber: string;
   art: string;
   jahr: number | null;
-  titel: string;
-  beschreibung: string;
   /** The title folded (werk.suche_titel). */
   folded: string;
   lexemes: string;
@@ -50,7 +47,6 @@ export class Personen {
   readonly name = new Column(-1);
   readonly folded = new Texts();
   readonly author = new Texts();
-  readonly slug = new Texts();
   readonly byName = new Groups<number>();
 
   constructor(private readonly names: Interned) {}
@@ -62,7 +58,6 @@ export class Personen {
     this.byName.add(name, row.id);
     this.folded.set(row.id, row.folded);
     this.author.set(row.id, row.author);
-    this.slug.set(row.id, row.slug);
     this.lexemes.add(row.id, row.lexemes);
   }
 
@@ -75,16 +70,15 @@ export class Personen {
     this.name.set(id, -1);
     this.folded.delete(id);
     this.author.delete(id);
-    this.slug.delete(id);
   }
 
   get bytes(): number {
-    return this.lexemes.bytes + this.name.bytes + this.folded.bytes + this.author.bytes + this.slug.bytes;
+    return this.lexemes.bytes + this.name.bytes + this.folded.bytes + this.author.bytes;
   }
 
   /** Its parts, one after another (snapshot.ts). */
   get parts(): Saved[] {
-    return [this.lexemes, this.name, this.folded, this.author, this.slug, this.byName];
+    return [this.lexemes, this.name, this.folded, this.author, this.byName];
   }
 }
 
@@ -104,9 +98,10 @@ export class Werke {
   /** The year, noYear for a work without one. */
   readonly jahr = new Field(this.facts, Werke.jahrField);
 
-  /** The title and description as the result list shows them, and the title folded (the order by title, phrases). */
-  readonly titel = new Texts();
-  readonly beschreibung = new Texts();
+  /**
+   * The title folded (the order by title, phrases). What the result list shows (title,
+   * description, the person's slug) stays in the database: a page's rows are read by key.
+   */
   readonly folded = new Texts();
   readonly arts = new Interned();
   readonly byArt = new Groups<number>();
@@ -123,8 +118,6 @@ export class Werke {
     this.creator.set(row.id, creator);
     this.art.set(row.id, art);
     this.jahr.set(row.id, row.jahr ?? noYear);
-    this.titel.set(row.id, row.titel);
-    this.beschreibung.set(row.id, row.beschreibung);
     this.folded.set(row.id, row.folded);
     this.byArt.add(art, row.id);
     this.byCreator.add(creator, row.id);
@@ -143,18 +136,16 @@ export class Werke {
     // A search that took the work before it went counts it nowhere (page.ts, facets.ts).
     for (const field of [this.person, this.creator, this.art]) field.set(id, -1);
     this.jahr.set(id, noYear);
-    this.titel.delete(id);
-    this.beschreibung.delete(id);
     this.folded.delete(id);
   }
 
   get bytes(): number {
-    return this.lexemes.bytes + this.facts.bytes + this.titel.bytes + this.beschreibung.bytes + this.folded.bytes;
+    return this.lexemes.bytes + this.facts.bytes + this.folded.bytes;
   }
 
   /** Its parts, one after another (snapshot.ts). */
   get parts(): Saved[] {
-    return [this.lexemes, this.facts, this.titel, this.beschreibung, this.folded, this.arts, this.byArt, this.byDecade, this.byCreator];
+    return [this.lexemes, this.facts, this.folded, this.arts, this.byArt, this.byDecade, this.byCreator];
   }
 }
 
@@ -169,7 +160,7 @@ export class WordIndex implements Saved {
   /** Gives back the room the texts and the sets grew by while the index was read, one part at a time with a turn of the event loop after each. */
   async fit(): Promise<void> {
     for (const part of [
-      this.personen.folded, this.personen.author, this.personen.slug, this.werke.titel, this.werke.beschreibung, this.werke.folded,
+      this.personen.folded, this.personen.author, this.werke.folded,
       this.personen.lexemes, this.personen.byName, this.werke.lexemes, this.werke.byArt, this.werke.byDecade, this.werke.byCreator,
     ]) {
       part.fit();

@@ -11,9 +11,9 @@ import { WordIndex } from '../../lib/search/word-index.ts';
 function indexOf(): WordIndex {
   const index = new WordIndex();
   for (let id = 1; id < 3 * 65_536; id += 97) {
-    index.werke.put({ id, person_id: 1, urheber: 'Anna Muster', art: 'Roman', jahr: 2000, titel: `Titel ${id}`, beschreibung: '', folded: `titel ${id}`, lexemes: id % 3 === 0 ? 't:nebel t:titel' : 't:titel' }, []);
+    index.werke.put({ id, person_id: 1, urheber: 'Anna Muster', art: 'Roman', jahr: 2000, folded: `titel ${id}`, lexemes: id % 3 === 0 ? 't:nebel t:titel' : 't:titel' }, []);
   }
-  for (let id = 1; id <= 5; id++) index.personen.put({ id, name: `Person ${id}`, folded: `person ${id}`, author: `${id} person`, slug: `person-${id}`, lexemes: 'c:person' }, []);
+  for (let id = 1; id <= 5; id++) index.personen.put({ id, name: `Person ${id}`, folded: `person ${id}`, author: `${id} person`, lexemes: 'c:person' }, []);
   return index;
 }
 
