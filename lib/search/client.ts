@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { Db } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
-import type { Searched, Wanted } from './run.ts';
+import type { Searched, Stems, Wanted } from './run.ts';
 import { indexNotRead, requestSearch } from './run.ts';
 import type { Carried, Question } from './service.ts';
 import { uncarry } from './service.ts';
@@ -59,13 +59,13 @@ export class SearchClient implements SearchEngine {
   forRequest(version: () => Promise<bigint | null>, db: Db): RequestSearch {
     return requestSearch({
       primary: this.primary, db, version, turns: this.turns, timeoutMs: this.limits.timeoutMs,
-      search: (spec, wanted) => this.find(spec, wanted),
+      search: (spec, wanted, stems) => this.find(spec, wanted, stems),
     });
   }
 
-  private find(spec: SearchSpec, wanted: Wanted): Promise<Searched> {
+  private find(spec: SearchSpec, wanted: Wanted, stems: Stems | null): Promise<Searched> {
     const version = typeof wanted === 'bigint' ? String(wanted) : wanted;
-    return this.ask<Searched>('POST', '/find', { spec, version } satisfies Question);
+    return this.ask<Searched>('POST', '/find', { spec, version, stems } satisfies Question);
   }
 
   private ask<T>(method: 'GET' | 'POST', path: string, body: unknown, again = true, timeoutMs = this.limits.timeoutMs + this.limits.waitMs + marginMs): Promise<T> {

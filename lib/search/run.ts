@@ -42,6 +42,24 @@ const maxDescribed = 2000;
 /** The data version a search must see, or 'latest': the index as it last was. */
 export type Wanted = bigint | null | 'latest';
 
+/** Stems of words (null for a stop word), as PostgreSQL's German stemmer gives them. */
+export type Stems = Record<string, string | null>;
+
+/** The words of a search whose stems are looked up (wildcards are expanded instead). */
+function stemmedWords(spec: SearchSpec): string[] {
+  return [...new Set(lookupsOf(spec.lines).filter((l) => !/[*?]/.test(l.word)).map((l) => l.word))];
+}
+
+/** Each word's stem, from the database: a short statement, pipelined as lookups by key are. */
+async function readStems(db: Db, words: string[]): Promise<Stems> {
+  const rows = await db.query<{ word: string; stem: string | null }>(
+    `SELECT q.word, (tsvector_to_array(to_tsvector('german', q.word)))[1] AS stem FROM unnest($1::text[]) AS q(word)`,
+    [words],
+    { name: 'search-stems', pipeline: true },
+  );
+  return Object.fromEntries(rows.map(({ word, stem }) => [word, stem]));
+}
+
 /** A search's answer: what it found but the page's rows, and the page's hits, whose rows are read where the request reads. */
 export interface Searched { found: Found; page: Ranked[] }
 
@@ -59,19 +77,24 @@ export function indexNotRead(): HttpError {
  */
 export function requestSearch(parts: {
   primary: Db; db: Db; version: () => Promise<bigint | null>; turns: Turns; timeoutMs: number;
-  search: (spec: SearchSpec, wanted: Wanted) => Promise<Searched>;
+  search: (spec: SearchSpec, wanted: Wanted, stems: Stems | null) => Promise<Searched>;
 }): RequestSearch {
   const { primary, db, version, turns, timeoutMs, search } = parts;
   return {
     find: async (spec) => {
       let wanted: Wanted;
+      let stems: Stems | null = null;
       try {
         wanted = await version();
       } catch (err) {
         if (!(err instanceof DbUnavailableError) || db === primary) throw err;
         wanted = 'latest';
+        // The index asks the primary for the stems of words it has not seen: the replica gives
+        // them instead, for the few words of the search.
+        const words = stemmedWords(spec);
+        if (words.length > 0) stems = await readStems(db, words);
       }
-      const { found, page } = await search(spec, wanted);
+      const { found, page } = await search(spec, wanted, stems);
       if (page.length > 0) found.hits = await pageRowsRead(db, page);
       return found;
     },
@@ -124,7 +147,7 @@ export class Searcher implements SearchEngine {
   forRequest(version: () => Promise<bigint | null>, db: Db): RequestSearch {
     return requestSearch({
       primary: this.sync.db, db, version, turns: this.turns, timeoutMs: this.limits.timeoutMs,
-      search: (spec, wanted) => this.search(spec, wanted, db),
+      search: (spec, wanted, stems) => this.search(spec, wanted, db, stems),
     });
   }
 
@@ -132,22 +155,23 @@ export class Searcher implements SearchEngine {
    * A search on the index with every change the data version `wanted` counts ('latest': the
    * index as it last was, for when the primary cannot be asked; while the index is read anew, the
    * one before). The page's rows are not in the index: `page` names them, to be read where the
-   * request reads. `db` answers the stems of unknown words and the descriptions phrases are checked on.
+   * request reads. `db` answers the stems of unknown words (unless `stems`, read where the
+   * request reads, has them) and the descriptions phrases are checked on.
    */
-  async search(spec: SearchSpec, wanted: Wanted, db: Db = this.sync.db): Promise<Searched> {
+  async search(spec: SearchSpec, wanted: Wanted, db: Db = this.sync.db, stems: Stems | null = null): Promise<Searched> {
     if (!this.sync.read) throw indexNotRead();
     const { index } = wanted === 'latest' ? { index: this.sync.latest } : await this.sync.current(wanted);
     this.searches++;
-    return this.find(db, index, spec);
+    return this.find(db, index, spec, stems);
   }
 
   /** The words of the lines as the index knows them: stems, and the words they stand for. */
-  private async words(db: Db, index: WordIndex, lines: readonly ParsedLine[]): Promise<Map<string, WordInfo>> {
+  private async words(db: Db, index: WordIndex, lines: readonly ParsedLine[], given: Stems | null): Promise<Map<string, WordInfo>> {
     const lookups = lookupsOf(lines);
     // Twelve one-letter wildcards share what one may have: the query stays a few hundred lexemes.
     const expanding = lookups.filter((l) => l.expansion !== null).length;
     const limit = Math.max(8, Math.min(maxExpansions, Math.floor(expansionBudget / Math.max(1, expanding))));
-    const stems = await this.stemsOf(db, index, lookups.filter((l) => !/[*?]/.test(l.word)).map((l) => l.word));
+    const stems = await this.stemsOf(db, index, lookups.filter((l) => !/[*?]/.test(l.word)).map((l) => l.word), given);
     const words = new Map<string, WordInfo>();
     for (const { word, expansion } of lookups) {
       const stem = stems.get(word) ?? null;
@@ -158,32 +182,28 @@ export class Searcher implements SearchEngine {
   }
 
   /** Each word's stem (null for a stop word): the vocabulary's, or PostgreSQL's German stemmer's. */
-  private async stemsOf(db: Db, index: WordIndex, words: string[]): Promise<Map<string, string | null>> {
+  private async stemsOf(db: Db, index: WordIndex, words: string[], given: Stems | null): Promise<Map<string, string | null>> {
     const stems = new Map<string, string | null>();
     const unknown: string[] = [];
     for (const word of new Set(words)) {
-      const stem = index.vocabulary.stemOf(word) ?? this.stems.get(word);
+      const stem = index.vocabulary.stemOf(word) ?? this.stems.get(word) ?? (given && Object.hasOwn(given, word) ? given[word] : undefined);
       if (stem === undefined) unknown.push(word);
       else stems.set(word, stem);
     }
     if (unknown.length === 0) return stems;
-    // A dozen words at most, each a call of the stemmer: a short statement, pipelined as lookups by key are.
-    const rows = await db.query<{ word: string; stem: string | null }>(
-      `SELECT q.word, (tsvector_to_array(to_tsvector('german', q.word)))[1] AS stem FROM unnest($1::text[]) AS q(word)`,
-      [unknown],
-      { name: 'search-stems', pipeline: true },
-    );
-    if (this.stems.size + rows.length > maxStems) this.stems.clear();
-    for (const { word, stem } of rows) {
+    // A dozen words at most, each a call of the stemmer.
+    const read = Object.entries(await readStems(db, unknown));
+    if (this.stems.size + read.length > maxStems) this.stems.clear();
+    for (const [word, stem] of read) {
       stems.set(word, stem);
       this.stems.set(word, stem);
     }
     return stems;
   }
 
-  private async find(db: Db, index: WordIndex, spec: SearchSpec): Promise<Searched> {
+  private async find(db: Db, index: WordIndex, spec: SearchSpec, given: Stems | null): Promise<Searched> {
     const { cap } = this.limits;
-    const words = await this.words(db, index, spec.lines);
+    const words = await this.words(db, index, spec.lines, given);
     await this.loop.next();
     const found: Found = { total: 0, exact: true, hits: [], facets: { rtype: [], creator: [], decade: [] }, marks: marksOf(spec.lines, words) };
     // Persons have no type and no year: a facet that asks for one leaves them out.

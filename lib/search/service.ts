@@ -7,15 +7,23 @@ import http from 'node:http';
 import type { Db } from '../db/index.ts';
 import { DbInputError, DbUnavailableError } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
-import type { Searched, Wanted } from './run.ts';
+import type { Searched, Stems, Wanted } from './run.ts';
 import { Searcher } from './run.ts';
 import type { SearchLimits, SearchSpec } from './spec.ts';
 
 /** A question's body at most: a search is a few lines of 200 characters and its facets. */
 const maxQuestionBytes = 256 * 1024;
 
-/** What a worker sends to /find. */
-export interface Question { spec: SearchSpec; version: string | null | 'latest' }
+/** What a worker sends to /find; stems: of the search's words, read where the request reads, when the primary cannot be asked. */
+export interface Question { spec: SearchSpec; version: string | null | 'latest'; stems: Stems | null }
+
+/** Stems as a worker sends them: a few words of a search, each a string or null. */
+function stemsOf(value: unknown): Stems | null {
+  if (value === null || value === undefined) return null;
+  const entries = typeof value === 'object' && !Array.isArray(value) ? Object.entries(value) : null;
+  if (!entries || entries.length > 100 || !entries.every(([, stem]) => stem === null || typeof stem === 'string')) throw new Error('stems are not a few words\' stems');
+  return Object.fromEntries(entries) as Stems;
+}
 
 /** An error of the search, as it travels to the worker that asked (client.ts makes it again). */
 export interface Carried {
@@ -67,13 +75,15 @@ export function serveSearches(searcher: Searcher): http.Server {
       if (size > maxQuestionBytes) return send(res, 413, carry(new HttpError(413, 'The search is too large.')));
       let question: Question;
       let wanted: Wanted;
+      let stems: Stems | null;
       try {
         question = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Question;
         wanted = wantedOf(question.version);
+        stems = stemsOf(question.stems);
       } catch {
         return send(res, 400, carry(new HttpError(400, 'The search could not be read.')));
       }
-      searcher.search(question.spec, wanted).then(
+      searcher.search(question.spec, wanted, undefined, stems).then(
         (searched: Searched) => send(res, 200, searched),
         (err: unknown) => {
           const carried = carry(err);
