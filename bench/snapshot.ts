@@ -2,7 +2,9 @@
 // start, on the benchmark's databases (bench/run.ts; reused when a run before left them). For each
 // size in BENCH_SIZES (default 200000,1000000), in processes of their own, one after another:
 // the index read from PostgreSQL (time, resident size after), the snapshot written (time, bytes),
-// then a start that takes the file (time, resident size after). BENCH_ROUNDS (default 3) rounds.
+// then a start that takes the file (time, resident size after, and what the index added to the
+// resident size of the process with its code loaded and a connection open, and the heap after a
+// collection). BENCH_ROUNDS (default 3) rounds.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -16,7 +18,7 @@ const self = fileURLToPath(import.meta.url);
 const sizes = (process.env.BENCH_SIZES ?? '200000,1000000').split(',').map(Number);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 
-interface Figures { ms: number; rssMb: number; writeMs?: number; bytes?: number; taken: boolean }
+interface Figures { ms: number; rssMb: number; baseMb: number; heapMb: number; writeMs?: number; bytes?: number; taken: boolean }
 
 /**
  * One start in this process: from the database (the file removed first; the index then writes it,
@@ -27,11 +29,16 @@ async function child(url: string, file: string, mode: 'read' | 'take'): Promise<
   const db = openPostgres({ connectionString: url, statementTimeoutMs: 600_000 });
   const notes: string[] = [];
   const sync = new IndexSync(db, { snapshot: file, onError: (m) => notes.push(m), onNote: (m) => notes.push(m) });
+  // The process before the index: its code loaded and a connection open.
+  await db.query('SELECT 1');
+  global.gc?.();
+  const baseMb = process.memoryUsage().rss / 2 ** 20;
   const started = performance.now();
   await sync.start();
   const ms = performance.now() - started;
   global.gc?.();
-  const figures: Figures = { ms, rssMb: process.memoryUsage().rss / 2 ** 20, taken: sync.stats.snapshotsTaken === 1 };
+  const { rss, heapUsed } = process.memoryUsage();
+  const figures: Figures = { ms, rssMb: rss / 2 ** 20, baseMb, heapMb: heapUsed / 2 ** 20, taken: sync.stats.snapshotsTaken === 1 };
   const closing = performance.now();
   await sync.close();
   if (mode === 'read') {
@@ -59,14 +66,14 @@ async function main(): Promise<void> {
       for (let round = 1; round <= rounds; round++) {
         const read = run(dataset.url, file, 'read');
         const taken = run(dataset.url, file, 'take');
-        rows.push(`| ${works} | ${round} | ${(read.ms / 1000).toFixed(1)} s, ${read.rssMb.toFixed(0)} MB | ${((read.writeMs ?? 0) / 1000).toFixed(1)} s, ${((read.bytes ?? 0) / 2 ** 20).toFixed(0)} MB | ${(taken.ms / 1000).toFixed(1)} s, ${taken.rssMb.toFixed(0)} MB |`);
+        rows.push(`| ${works} | ${round} | ${(read.ms / 1000).toFixed(1)} s, ${read.rssMb.toFixed(0)} MB | ${((read.writeMs ?? 0) / 1000).toFixed(1)} s, ${((read.bytes ?? 0) / 2 ** 20).toFixed(0)} MB | ${(taken.ms / 1000).toFixed(1)} s, ${taken.rssMb.toFixed(0)} MB | ${(taken.rssMb - taken.baseMb).toFixed(0)} MB, ${taken.heapMb.toFixed(0)} MB |`);
         console.log(rows.at(-1));
       }
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  console.log(['', '| works | round | read from PostgreSQL: time, RSS after | snapshot written: time, size | start from the snapshot: time, RSS after |', '|---|---|---|---|---|', ...rows].join('\n'));
+  console.log(['', '| works | round | read from PostgreSQL: time, RSS after | snapshot written: time, size | start from the snapshot: time, RSS after | the index taken: RSS added, heap after |', '|---|---|---|---|---|---|', ...rows].join('\n'));
 }
 
 const [mode, url, file] = process.argv.slice(2);
