@@ -1,6 +1,7 @@
 // The word index a process searches (docs/performance.md, Search): for persons and works, the rows
-// of each lexeme (lexemes.ts), what ranking, sorting, facets and the result list need of each row,
-// and the rows of each type, decade and creator; sync.ts fills it and keeps it current.
+// of each lexeme (lexemes.ts), what ranking, sorting, facets and the checks read of each row, and
+// the rows of each type, decade and creator; sync.ts fills it and keeps it current. What the result
+// list shows is read from the database (page.ts).
 import { Column, Field, Interned, Texts } from './columns.ts';
 import { Groups, Lexemes } from './lexemes.ts';
 import type { Saved, SnapshotReader, SnapshotWriter } from './snapshot.ts';
