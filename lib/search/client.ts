@@ -58,7 +58,7 @@ export class SearchClient implements SearchEngine {
   /** The search one request runs (requestSearch in run.ts), on the search process's index. */
   forRequest(version: () => Promise<bigint | null>, db: Db): RequestSearch {
     return requestSearch({
-      primary: this.primary, db, version, turns: this.turns, timeoutMs: this.limits.timeoutMs,
+      primary: this.primary, db, version, turns: this.turns, timeoutMs: this.limits.timeoutMs, stemsHere: true,
       search: (spec, wanted, stems) => this.find(spec, wanted, stems),
     });
   }

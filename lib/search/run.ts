@@ -2,11 +2,10 @@
 // to date first (sync.ts): its words are looked up in the vocabulary, its plan (plan.ts) takes the
 // first hits of each kind in the order of their ids (match.ts), and those are ranked, counted
 // (facets.ts) and paged (page.ts). The database gives what the index does not keep: the page's
-// rows, read by key where the request reads (a replica may answer), the stems of words the index
-// has not seen (a short lookup, pipelined), the folded descriptions a phrase is checked on and
-// the closest spellings (suggest.ts), within
-// the share of connections searches may take, under a time-out of their own: one that runs into
-// it is 503, never 500.
+// rows, read by key where the request reads (a replica may answer), and the stems of words the
+// index has not seen, each a short lookup, pipelined; the folded descriptions a phrase is checked
+// on and the closest spellings (suggest.ts), within the share of connections searches may take,
+// under a time-out of their own: one that runs into it is 503, never 500.
 import type { Db } from '../db/index.ts';
 import { DbUnavailableError } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
@@ -71,15 +70,17 @@ export function indexNotRead(): HttpError {
 /**
  * The search one request runs: on an index with every change the request's data version of the
  * primary counts (read once for the request and the requests that come with it), reading its
- * rows from `db`, where the request reads. While the primary cannot be reached, on the index as
- * it last was: a replica answers the rest, as it does for the other pages. `search` is the
- * index's: this process's (Searcher), or the search process's (client.ts).
+ * rows from `db`, where the request reads; rows a replica does not have yet are read from the
+ * primary, so a page shows every hit the index counts. While the primary cannot be reached, on
+ * the index as it last was: a replica answers the rest, as it does for the other pages. `search`
+ * is the index's: this process's (Searcher, which asks `db` for stems itself), or the search
+ * process's (client.ts: `stemsHere`, the stems it would ask of the primary are read here then).
  */
 export function requestSearch(parts: {
-  primary: Db; db: Db; version: () => Promise<bigint | null>; turns: Turns; timeoutMs: number;
+  primary: Db; db: Db; version: () => Promise<bigint | null>; turns: Turns; timeoutMs: number; stemsHere: boolean;
   search: (spec: SearchSpec, wanted: Wanted, stems: Stems | null) => Promise<Searched>;
 }): RequestSearch {
-  const { primary, db, version, turns, timeoutMs, search } = parts;
+  const { primary, db, version, turns, timeoutMs, stemsHere, search } = parts;
   return {
     find: async (spec) => {
       let wanted: Wanted;
@@ -89,13 +90,25 @@ export function requestSearch(parts: {
       } catch (err) {
         if (!(err instanceof DbUnavailableError) || db === primary) throw err;
         wanted = 'latest';
-        // The index asks the primary for the stems of words it has not seen: the replica gives
-        // them instead, for the few words of the search.
-        const words = stemmedWords(spec);
+        // The search process asks the primary for the stems of words it has not seen: the
+        // replica gives them instead, for the words of the search.
+        const words = stemsHere ? stemmedWords(spec) : [];
         if (words.length > 0) stems = await readStems(db, words);
       }
       const { found, page } = await search(spec, wanted, stems);
-      if (page.length > 0) found.hits = await pageRowsRead(db, page);
+      if (page.length === 0) return found;
+      const rows = await pageRowsRead(db, page);
+      if (rows.length === page.length || db === primary || wanted === 'latest') {
+        found.hits = rows;
+        return found;
+      }
+      // The index has what the primary had when the request came; a replica behind it lacks a
+      // row added since: those few are read from the primary, in the page's order.
+      const read = new Set(rows.map((h) => `${h.typ} ${h.id}`));
+      const missing = page.filter((h) => !read.has(`${h.typ} ${h.id}`));
+      const more = new Map((await pageRowsRead(primary, missing)).map((h) => [`${h.typ} ${h.id}`, h]));
+      const byKey = new Map(rows.map((h) => [`${h.typ} ${h.id}`, h]));
+      found.hits = page.flatMap((h) => byKey.get(`${h.typ} ${h.id}`) ?? more.get(`${h.typ} ${h.id}`) ?? []);
       return found;
     },
     suggest: (conditions, lines) => suggest(db, turns, timeoutMs, conditions, lines),
@@ -146,8 +159,8 @@ export class Searcher implements SearchEngine {
   /** The search one request runs (requestSearch), on this process's index. */
   forRequest(version: () => Promise<bigint | null>, db: Db): RequestSearch {
     return requestSearch({
-      primary: this.sync.db, db, version, turns: this.turns, timeoutMs: this.limits.timeoutMs,
-      search: (spec, wanted, stems) => this.search(spec, wanted, db, stems),
+      primary: this.sync.db, db, version, turns: this.turns, timeoutMs: this.limits.timeoutMs, stemsHere: false,
+      search: (spec, wanted) => this.search(spec, wanted, db),
     });
   }
 

@@ -17,11 +17,13 @@ const maxQuestionBytes = 256 * 1024;
 /** What a worker sends to /find; stems: of the search's words, read where the request reads, when the primary cannot be asked. */
 export interface Question { spec: SearchSpec; version: string | null | 'latest'; stems: Stems | null }
 
-/** Stems as a worker sends them: a few words of a search, each a string or null. */
+/** A stem as long as any a word of a search may have: a term is 200 characters at most. */
+const maxStemLength = 200;
+
+/** Stems as a worker sends them, each a string or null; anything else is left out (the primary is asked then). */
 function stemsOf(value: unknown): Stems | null {
-  if (value === null || value === undefined) return null;
-  const entries = typeof value === 'object' && !Array.isArray(value) ? Object.entries(value) : null;
-  if (!entries || entries.length > 100 || !entries.every(([, stem]) => stem === null || typeof stem === 'string')) throw new Error('stems are not a few words\' stems');
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const entries = Object.entries(value).filter(([, stem]) => stem === null || (typeof stem === 'string' && stem.length <= maxStemLength));
   return Object.fromEntries(entries) as Stems;
 }
 
