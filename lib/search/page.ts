@@ -74,13 +74,17 @@ export function pageOf(hits: Hits, spec: SearchSpec, index: WordIndex): Ranked[]
 
 /** The page's rows as the database has them now, in the page's order; a row deleted meanwhile is left out. */
 export async function pageRowsRead(db: Db, page: Ranked[]): Promise<Hit[]> {
-  // Ten rows by key: pipelined, as a person page's lookups are.
+  // Ten rows by key: pipelined, as a person page's lookups are. The ids come through a subquery,
+  // whose value the planner does not look into: it prices the plan for any ids as the one for
+  // these and keeps it. Given the arrays themselves, it priced the kept plan dearer than one for a
+  // page's few ids, planned every run anew, and that planning was most of the statement's
+  // 280 µs of PostgreSQL's time a search (docs/performance.md, Search).
   const rows = await db.query<Omit<Hit, 'score'>>(
     `SELECT 'werk' AS typ, w.id, w.titel, p.slug, w.urheber AS person, w.beschreibung, w.art, w.jahr
-       FROM werk w JOIN person p ON p.id = w.person_id WHERE w.id = ANY($1::int[])
+       FROM werk w JOIN person p ON p.id = w.person_id WHERE w.id = ANY((SELECT $1::int[])::int[])
      UNION ALL
      SELECT 'person', p.id, p.vorname || ' ' || p.nachname, p.slug, NULL, NULL, NULL, NULL
-       FROM person p WHERE p.id = ANY($2::int[])`,
+       FROM person p WHERE p.id = ANY((SELECT $2::int[])::int[])`,
     [page.filter((h) => h.typ === 'werk').map((h) => h.id), page.filter((h) => h.typ === 'person').map((h) => h.id)],
     { name: 'search-page', pipeline: true },
   );
