@@ -11,8 +11,9 @@
 //   reported beside the requests/s; one worker process, and at 64 connections also two, as
 //   deploy/ runs the product on two cores;
 // - person HTML at 16 connections on the one process with the index and on the same without it
-//   (its search process's socket names nothing: no index is read), what keeping it costs the
-//   other pages;
+//   (its search process's socket names nothing: no index is read), each started for this case
+//   and given only person pages (a process that has answered searches also keeps their results,
+//   up to KEPT_MAX_MB): what keeping the index costs the other pages;
 // - person pages at 16 connections alone, then beside 12 clients that send the most expensive
 //   searches a client can (4 two-letter wildcards and 8 one-letter words, ORed), each uncached.
 // BENCH_SECONDS (default 10) per server and case in BENCH_SLICES (default 4) turns, after
@@ -56,7 +57,7 @@ function expensiveSearch(random: () => number): string {
   return `/search.json?query=${encodeURIComponent(`any,contains,${words.join(' OR ')}`)}`;
 }
 
-type Server = 'product' | 'product, 2 workers' | 'product, no index' | 'compared' | 'compared, 2 workers' | 'baseline' | 'PostgreSQL full-text';
+type Server = 'product' | 'product, 2 workers' | 'product, index, pages only' | 'product, no index' | 'compared' | 'compared, 2 workers' | 'baseline' | 'PostgreSQL full-text';
 
 interface Case { name: string; connections: number; path: (random: () => number) => string; servers: Server[] }
 
@@ -107,8 +108,13 @@ async function main(): Promise<void> {
     const running = new Map<Server, Started>();
     running.set('product', await startServer(`the product (${works} works)`, startArguments(), productEnv('1', 'bench-logs')));
     running.set('product, 2 workers', await startServer(`the product with two workers (${works} works)`, startArguments(), productEnv('2', 'bench-logs-2')));
-    // The same one process without the index: its search process's socket names nothing, so its
-    // searches are 503 and nothing of the index is read or kept; person pages are served alike.
+    // For person pages only: one process with the index, and the same without it (its search
+    // process's socket names nothing, so its searches are 503 and nothing of the index is read).
+    const pagesOnly = await startServer(`the product for person pages (${works} works)`, startArguments(), productEnv('1', 'bench-logs-p'));
+    running.set('product, index, pages only', pagesOnly);
+    // One process serves before its index is read (an empty one holds a few buffers of 64 KB): it
+    // is waited for, at most two minutes.
+    for (let i = 0; i < 240 && (await indexBytes(pagesOnly.origin)) < 2 ** 20; i++) await new Promise((resolve) => setTimeout(resolve, 500));
     running.set('product, no index', await startServer(`the product without the index (${works} works)`, startArguments(), { ...productEnv('1', 'bench-logs-n'), PORTFOLIO_SEARCH_SOCKET: path.join(root, 'dist', 'no-search-process.sock') }));
     if (compare) {
       running.set('compared', await startServer(`the product of ${compare} (${works} works)`, comparedArguments, productEnv('1', 'bench-logs-c')));
@@ -137,14 +143,14 @@ async function main(): Promise<void> {
         { name: 'search, 1-2 words, uncached, 1 connection', connections: 1, path: userSearch, servers: ['product', 'compared', 'baseline', 'PostgreSQL full-text'] },
         { name: 'search, 1-2 words, uncached, 64 connections', connections: 64, path: userSearch, servers: ['product', 'product, 2 workers', 'compared', 'compared, 2 workers', 'baseline', 'PostgreSQL full-text'] },
         // What keeping the index costs the other pages of its process: one process with it, one without.
-        { name: 'person HTML, 16 connections', connections: 16, path: (random: () => number) => `/person/${pick(random, dataset.slugs)}`, servers: ['product', 'product, no index', 'compared'] },
+        { name: 'person HTML, 16 connections', connections: 16, path: (random: () => number) => `/person/${pick(random, dataset.slugs)}`, servers: ['product, index, pages only', 'product, no index'] },
       ].map((c) => ({ ...c, servers: c.servers.filter((name) => running.has(name as Server)) as Server[] }));
       // Warm-up, as bench/run.ts has: the search's code compiled by V8 in every worker (cold, a
       // worker served a third less in its first ten seconds), the database's pages read.
       const warm = createRandom(99);
       for (const [name, server] of running) {
         await quiet();
-        const warmPath = name === 'product, no index' ? () => `/person/${pick(warm, dataset.slugs)}` : () => userSearch(warm);
+        const warmPath = name === 'product, no index' || name === 'product, index, pages only' ? () => `/person/${pick(warm, dataset.slugs)}` : () => userSearch(warm);
         await runSlice({ origin: server.origin, connections: 64, seconds: warmUpSeconds, pid: server.child.pid ?? 0, nextPath: warmPath });
       }
       for (const [i, c] of cases.entries()) {
