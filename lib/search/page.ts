@@ -72,8 +72,27 @@ export function pageOf(hits: Hits, spec: SearchSpec, index: WordIndex): Ranked[]
   return best.slice(spec.offset).map(ranked);
 }
 
-/** The page's rows as the database has them now, in the page's order; a row deleted meanwhile is left out. */
-export async function pageRowsRead(db: Db, page: Ranked[]): Promise<Hit[]> {
+/** A hit's key among the rows of both kinds. */
+const keyOf = (h: { typ: Kind; id: number }) => `${h.typ} ${h.id}`;
+
+/**
+ * The page's rows as the database has them now, in the page's order; rows `db` does not have are
+ * read from `behind` (the primary, when `db` is a replica that may lag), and a row deleted
+ * meanwhile is left out.
+ */
+export async function pageRowsRead(db: Db, page: Ranked[], behind: Db | null = null): Promise<Hit[]> {
+  if (page.length === 0) return [];
+  const byKey = await rowsByKey(db, page);
+  const missing = behind ? page.filter((h) => !byKey.has(keyOf(h))) : [];
+  if (behind && missing.length > 0) for (const [key, row] of await rowsByKey(behind, missing)) byKey.set(key, row);
+  return page.flatMap((h) => {
+    const row = byKey.get(keyOf(h));
+    return row ? [{ ...row, score: h.score }] : [];
+  });
+}
+
+/** The rows of hits, by their keys. */
+async function rowsByKey(db: Db, page: Ranked[]): Promise<Map<string, Omit<Hit, 'score'>>> {
   // Ten rows by key: pipelined, as a person page's lookups are. The ids come through a subquery,
   // whose value the planner does not look into: it prices the plan for any ids as the one for
   // these and keeps it. Given the arrays themselves, it priced the kept plan dearer than one for a
@@ -88,9 +107,5 @@ export async function pageRowsRead(db: Db, page: Ranked[]): Promise<Hit[]> {
     [page.filter((h) => h.typ === 'werk').map((h) => h.id), page.filter((h) => h.typ === 'person').map((h) => h.id)],
     { name: 'search-page', pipeline: true },
   );
-  const byKey = new Map(rows.map((row) => [`${row.typ} ${row.id}`, row]));
-  return page.flatMap((h) => {
-    const row = byKey.get(`${h.typ} ${h.id}`);
-    return row ? [{ ...row, score: h.score }] : [];
-  });
+  return new Map(rows.map((row) => [keyOf(row), row]));
 }

@@ -25,6 +25,7 @@ import type { Descriptions } from './texts.ts';
 import { textsOf } from './texts.ts';
 import { LoopTurns, Turns } from './turns.ts';
 import type { WordInfo } from './vocabulary.ts';
+import type { WordLookup } from './words.ts';
 import { lookupKey, lookupsOf, marksOf } from './words.ts';
 import type { WordIndex } from './word-index.ts';
 
@@ -44,9 +45,9 @@ export type Wanted = bigint | null | 'latest';
 /** Stems of words (null for a stop word), as PostgreSQL's German stemmer gives them. */
 export type Stems = Record<string, string | null>;
 
-/** The words of a search whose stems are looked up (wildcards are expanded instead). */
-function stemmedWords(spec: SearchSpec): string[] {
-  return [...new Set(lookupsOf(spec.lines).filter((l) => !/[*?]/.test(l.word)).map((l) => l.word))];
+/** The words of lookups whose stems are looked up (wildcards are expanded instead), each once. */
+function stemmedWords(lookups: readonly WordLookup[]): string[] {
+  return [...new Set(lookups.filter((l) => !/[*?]/.test(l.word)).map((l) => l.word))];
 }
 
 /** Each word's stem, from the database: a short statement, pipelined as lookups by key are. */
@@ -92,23 +93,13 @@ export function requestSearch(parts: {
         wanted = 'latest';
         // The search process asks the primary for the stems of words it has not seen: the
         // replica gives them instead, for the words of the search.
-        const words = stemsHere ? stemmedWords(spec) : [];
+        const words = stemsHere ? stemmedWords(lookupsOf(spec.lines)) : [];
         if (words.length > 0) stems = await readStems(db, words);
       }
       const { found, page } = await search(spec, wanted, stems);
-      if (page.length === 0) return found;
-      const rows = await pageRowsRead(db, page);
-      if (rows.length === page.length || db === primary || wanted === 'latest') {
-        found.hits = rows;
-        return found;
-      }
-      // The index has what the primary had when the request came; a replica behind it lacks a
-      // row added since: those few are read from the primary, in the page's order.
-      const read = new Set(rows.map((h) => `${h.typ} ${h.id}`));
-      const missing = page.filter((h) => !read.has(`${h.typ} ${h.id}`));
-      const more = new Map((await pageRowsRead(primary, missing)).map((h) => [`${h.typ} ${h.id}`, h]));
-      const byKey = new Map(rows.map((h) => [`${h.typ} ${h.id}`, h]));
-      found.hits = page.flatMap((h) => byKey.get(`${h.typ} ${h.id}`) ?? more.get(`${h.typ} ${h.id}`) ?? []);
+      // The index has what the primary had when the request came: a replica behind it may lack
+      // a row added since, which the primary has (not while it cannot be reached).
+      found.hits = await pageRowsRead(db, page, db === primary || wanted === 'latest' ? null : primary);
       return found;
     },
     suggest: (conditions, lines) => suggest(db, turns, timeoutMs, conditions, lines),
@@ -184,7 +175,7 @@ export class Searcher implements SearchEngine {
     // Twelve one-letter wildcards share what one may have: the query stays a few hundred lexemes.
     const expanding = lookups.filter((l) => l.expansion !== null).length;
     const limit = Math.max(8, Math.min(maxExpansions, Math.floor(expansionBudget / Math.max(1, expanding))));
-    const stems = await this.stemsOf(db, index, lookups.filter((l) => !/[*?]/.test(l.word)).map((l) => l.word), given);
+    const stems = await this.stemsOf(db, index, stemmedWords(lookups), given);
     const words = new Map<string, WordInfo>();
     for (const { word, expansion } of lookups) {
       const stem = stems.get(word) ?? null;
