@@ -125,14 +125,13 @@ function undecided(plan: Plan, chunk: readonly number[], texts: TextSource, want
 }
 
 /**
- * The rank of each row of ids (in the order of their ids): the sum of its atoms' scores. A word's
+ * The rank of each row of ids (in the order of their ids, each once): the sum of its atoms' scores. A word's
  * levels are looked up in turn, and a row takes the tier of the first level whose sets have it: a
  * few rows are each looked for in the sets, more are intersected with each set at once.
  */
 export function scoreRows(plan: Plan, ids: readonly number[], texts: TextSource): number[] {
   const scores = new Array<number>(ids.length).fill(0);
   let taken: IdSet | null = null;
-  let places: Map<number, number> | null = null;
   for (const score of plan.scores) {
     if ('texts' in score) {
       for (let i = 0; i < ids.length; i++) scores[i]! += score.texts(ids[i] as number, texts);
@@ -143,20 +142,24 @@ export function scoreRows(plan: Plan, ids: readonly number[], texts: TextSource)
       continue;
     }
     taken ??= new IdSet(ids);
-    places ??= new Map(ids.map((id, i) => [id, i]));
     const open = new Uint8Array(ids.length).fill(1);
     let left = ids.length;
     for (const level of score.levels) {
       for (const set of level.sets) {
         const hit = IdSet.and(taken, set);
-        for (const id of hit.toUint32Array()) {
-          const i = places.get(id) as number;
+        const found = hit.toUint32Array();
+        hit.dispose();
+        // Both in the order of their ids: each found id is met walking ids once, as a merge does.
+        let i = 0;
+        for (let k = 0; k < found.length; k++) {
+          const id = found[k] as number;
+          while (i < ids.length && ids[i] !== id) i++;
+          if (i === ids.length) break;
           if (open[i] === 0) continue;
           open[i] = 0;
           scores[i]! += level.tier;
           left--;
         }
-        hit.dispose();
       }
       if (left === 0) break;
     }

@@ -2,7 +2,8 @@
 // takes the same rows whatever other searches run meanwhile; checks stop at maxChecked.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { takeRows } from '../../lib/search/match.ts';
+import { IdSet } from '../../lib/search/id-set.ts';
+import { scoreRows, takeRows } from '../../lib/search/match.ts';
 import type { Plan } from '../../lib/search/plan.ts';
 import type { Descriptions } from '../../lib/search/texts.ts';
 import { WordIndex } from '../../lib/search/word-index.ts';
@@ -99,4 +100,28 @@ test('checks stop after maxChecked rows, whatever its size, and say so only when
   const some: Plan = { ...none, check: (id) => first.includes(id) };
   assert.deepEqual(await takeRows(some, rows, options(3, 3)), { ids: first, stopped: false, descriptions: null });
   assert.deepEqual(await takeRows(some, rows, options(2, 3)), { ids: first.slice(0, 2), stopped: true, descriptions: null });
+});
+
+test('a page of many rows is ranked as each row looked up alone is', () => {
+  const index = indexOf();
+  const titel = index.werke.lexemes.of('t:titel');
+  const nebel = index.werke.lexemes.of('t:nebel');
+  assert.ok(titel && nebel);
+  const set = (ids: number[]) => new IdSet(ids);
+  const rows = [...index.werke.lexemes.rows];
+  // A word whose first level has nebel and a few more rows, whose second has titel; and a text score.
+  const plan: Plan = {
+    kind: 'werk', rows: { t: 'all' }, check: null, description: false, early: false,
+    scores: [
+      { levels: [{ sets: [nebel, set(rows.filter((id) => id % 7 === 0))], tier: 9 }, { sets: [titel], tier: 3 }] },
+      { levels: [{ sets: [set(rows.filter((id) => id % 5 === 0))], tier: 2 }] },
+      { texts: (id) => id % 2 },
+    ],
+  };
+  // Every other row, so that the sets hold rows the page lacks.
+  const ids = rows.filter((_, i) => i % 2 === 0).slice(0, 900);
+  const texts = { text: () => '' };
+  const alone = ids.flatMap((id) => scoreRows(plan, [id], texts));
+  assert.deepEqual(scoreRows(plan, ids, texts), alone);
+  assert.ok(new Set(alone).size >= 4, `scores ${[...new Set(alone)]}`);
 });
