@@ -3,7 +3,7 @@
 // and the application on a real HTTP port on 127.0.0.1.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -35,11 +35,38 @@ export interface TestDb {
   drop: () => Promise<void>;
 }
 
+let template: Promise<Blob> | null = null;
+
+/**
+ * PGlite's data folder as initdb leaves it, made once per machine and PGlite version and kept in
+ * the temporary folder: a test file opens a copy of it, not a new cluster (initdb in WebAssembly
+ * takes seconds). Written under a name of its own, then renamed: files that start together
+ * each read a whole one.
+ */
+export function pgliteTemplate(): Promise<Blob> {
+  template ??= (async () => {
+    const { version } = JSON.parse(readFileSync(path.join(root, 'node_modules/@electric-sql/pglite/package.json'), 'utf8')) as { version: string };
+    const file = path.join(os.tmpdir(), `portfolio-pglite-${version}.tar`);
+    if (!existsSync(file)) {
+      const { PGlite } = await import('@electric-sql/pglite');
+      const lite = new PGlite('memory://');
+      await lite.waitReady;
+      const dump = await lite.dumpDataDir('none');
+      await lite.close();
+      const written = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+      writeFileSync(written, Buffer.from(await dump.arrayBuffer()));
+      renameSync(written, file);
+    }
+    return new Blob([readFileSync(file)]);
+  })();
+  return template;
+}
+
 /** A new, empty database of the run's backend; drop() removes it. */
 export async function openTestDb(): Promise<TestDb> {
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
-    const db = await openPglite({ dataDir: null });
+    const db = await openPglite({ dataDir: null, loadDataDir: await pgliteTemplate() });
     return { db, url: null, drop: () => db.close() };
   }
   const name = `portfolio_test_${process.pid}_${randomBytes(4).toString('hex')}`;

@@ -6,6 +6,8 @@ import { classifyError } from './db.ts';
 interface PgliteOptions {
   /** Directory for the data files; null keeps everything in memory (tests). */
   dataDir: string | null;
+  /** A data folder to start from, as PGlite's dumpDataDir wrote it: no initdb (the tests' fresh databases). */
+  loadDataDir?: Blob;
 }
 
 export async function openPglite(options: PgliteOptions): Promise<Db> {
@@ -17,7 +19,7 @@ export async function openPglite(options: PgliteOptions): Promise<Db> {
   ]);
   const { dataDir } = options;
   const unlock = dataDir === null ? () => {} : lockDataDir(dataDir);
-  const lite = new PGlite(dataDir ?? 'memory://', { extensions: { pg_trgm } });
+  const lite = new PGlite(dataDir ?? 'memory://', { extensions: { pg_trgm }, loadDataDir: options.loadDataDir });
   try {
     await lite.waitReady;
     if (dataDir !== null) restrictDataDir(dataDir);
