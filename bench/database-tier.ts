@@ -12,7 +12,7 @@ import { randomInt } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { generateData } from '../bin/lib/generate.ts';
+import { generateData } from '../bin/lib/fill-database.ts';
 import { migrate, openPostgres } from '../lib/db/index.ts';
 import { startProgram } from '../test/program.ts';
 import { startPgbouncer } from '../test/topology/pgbouncer.ts';

@@ -18,7 +18,7 @@ import { build } from 'esbuild';
 import pg from 'pg';
 import { buildServer, startArguments } from '../bin/build.ts';
 import { migrate, openPostgres } from '../lib/db/index.ts';
-import { generateData } from '../bin/lib/generate.ts';
+import { generateData } from '../bin/lib/fill-database.ts';
 import { createRandom, titleAdjectives, titleNouns } from '../bin/lib/sample-data.ts';
 import type { LoadResult, Slice } from './load.ts';
 import { combine, runLoad, runSlice } from './load.ts';

@@ -1,11 +1,11 @@
 // `npm run generate -- --persons 20000 --works 50`: fills the configured database (DATABASE_URL,
-// or PGlite in DATA_DIR) with made-up persons and works; see bin/lib/generate.ts.
+// or PGlite in DATA_DIR) with made-up persons and works; see bin/lib/fill-database.ts.
 // A progress bar on a terminal, plain progress lines otherwise (CI logs, pipes).
 import { parseArgs } from 'node:util';
 import { readConfig } from '../lib/config.ts';
 import { migrate, openDatabase } from '../lib/db/index.ts';
-import type { Progress } from './lib/generate.ts';
-import { DatabaseNotEmptyError, generateData } from './lib/generate.ts';
+import type { Progress } from './lib/fill-database.ts';
+import { DatabaseNotEmptyError, generateData } from './lib/fill-database.ts';
 
 const usage = 'usage: npm run generate -- --persons N --works M [--seed S] [--replace]';
 

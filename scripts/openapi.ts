@@ -82,7 +82,7 @@ function param(name: string, where: 'path' | 'query', schema: Json, description:
   return { name, in: where, required: where === 'path', schema, description, ...extra };
 }
 
-// An id is a PostgreSQL integer above 0: anything else is 400 (readId, lib/page/request.ts). As
+// An id is a PostgreSQL integer above 0: anything else is 400 (readId, lib/page/script-request.ts). As
 // digits in a path: 1 to 2147483647, without leading zeros.
 const id = { type: 'integer', minimum: 1, maximum: 2147483647 };
 const idPattern = '[1-9][0-9]{0,8}|1[0-9]{9}|20[0-9]{8}|21[0-3][0-9]{7}|214[0-6][0-9]{6}|2147[0-3][0-9]{5}|21474[0-7][0-9]{4}|214748[0-2][0-9]{3}|2147483[0-5][0-9]{2}|21474836[0-3][0-9]|214748364[0-7]';

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { generateData } from '../bin/lib/generate.ts';
+import { generateData } from '../bin/lib/fill-database.ts';
 import type { Db } from '../lib/db/index.ts';
 import { migrate } from '../lib/db/index.ts';
 import type { TestDb, TestServer } from './helpers.ts';

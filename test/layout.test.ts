@@ -80,6 +80,21 @@ describe('lib/ in rooms', () => {
     }
   });
 
+  test('no two files of lib/ and bin/ share a name, nor a file another room\'s (index.ts aside)', () => {
+    const files = tracked.filter((f) => /^(lib|bin)\/.*\.ts$/.test(f) && path.basename(f) !== 'index.ts');
+    const rooms = new Set(tracked.filter((f) => /^lib\/[^/]+\/index\.ts$/.test(f)).map((f) => f.split('/')[1]));
+    const byName = new Map<string, string[]>();
+    for (const file of files) {
+      const name = path.basename(file, '.ts');
+      byName.set(name, [...(byName.get(name) ?? []), file]);
+    }
+    const shared = [...byName]
+      .filter(([name, list]) => list.length > 1 || (rooms.has(name) && list.some((f) => !f.startsWith(`lib/${name}/`))))
+      .map(([, list]) => list.join(' '));
+    assert.ok(files.length > 50, `${files.length} files`);
+    assert.deepEqual(shared, []);
+  });
+
   test('no file of lib/ imports itself through a circle', () => {
     const graph = new Map(libFiles.map((f) => [f, importsOf(f)]));
     const circles: string[] = [];

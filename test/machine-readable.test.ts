@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import path from 'node:path';
-import { generateData } from '../bin/lib/generate.ts';
+import { generateData } from '../bin/lib/fill-database.ts';
 import type { Db } from '../lib/db/index.ts';
 import { migrate } from '../lib/db/index.ts';
 import { personBody, werkBody, asUser } from './change-helpers.ts';

@@ -1,5 +1,5 @@
 // Password checks in turn by client (an IPv4 address or an IPv6 /64: addressGroup in
-// lib/http/client.ts). A check costs a third of a second and 128 MiB (scrypt), so two run at once
+// lib/http/forwarded.ts). A check costs a third of a second and 128 MiB (scrypt), so two run at once
 // and the rest wait; the next free slot goes to the client with the fewest checks lately, so a
 // quiet client runs next however many others flood, and a check whose client has gone is dropped
 // (docs/robustness.md, Password checks).

@@ -1,8 +1,8 @@
 // The auth room: accounts and their passwords, login sessions with CSRF tokens, the login
 // throttle, and who is asking in one request.
 // May import: db, http, log.
-export type { Account, NewAccount, Role } from './accounts.ts';
-export { createAccount, findAccount, listAccounts, normalizeUsername, personExists, roles, setPassword, setRole, usernamePattern } from './accounts.ts';
+export type { Account, NewAccount, Role } from './account-store.ts';
+export { createAccount, findAccount, listAccounts, normalizeUsername, personExists, roles, setPassword, setRole, usernamePattern } from './account-store.ts';
 export type { LoginTally } from './auth.ts';
 export { Auth } from './auth.ts';
 export { checkNewPassword, hashPassword, verifyPassword } from './password.ts';

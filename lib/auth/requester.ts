@@ -1,7 +1,7 @@
 // The requester of one request, worked out only when something asks: most documents never do,
 // and then no cookie is read and no session looked up.
 import type { Exchange } from '../http/index.ts';
-import type { Account } from './accounts.ts';
+import type { Account } from './account-store.ts';
 import type { Identity, RequestAuth, SessionControl } from './request-auth.ts';
 
 export class Requester {

@@ -3,7 +3,7 @@
 // https://cheatsheetseries.owasp.org/cheatsheets/Session_Management_Cheat_Sheet.html
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { stringifySetCookie } from 'cookie';
-import type { Account } from './accounts.ts';
+import type { Account } from './account-store.ts';
 import type { Db, Queryable } from '../db/index.ts';
 
 export const sessionCookie = 'portfolio_session';

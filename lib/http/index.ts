@@ -30,6 +30,6 @@ export type { Encoding } from './compress.ts';
 export { chooseEncoding, compressBody, encodedEtag, isCompressible, minCompressBytes } from './compress.ts';
 export type { Target } from './target.ts';
 export { basePathOf, locate, readTarget } from './target.ts';
-export type { Client, Trust } from './client.ts';
-export { addressGroup, compileTrust } from './client.ts';
+export type { Client, Trust } from './forwarded.ts';
+export { addressGroup, compileTrust } from './forwarded.ts';
 export type { XmlElement } from './xml-body.ts';

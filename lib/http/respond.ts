@@ -3,8 +3,8 @@
 import { hash } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { AccessEntry } from '../log/index.ts';
-import type { Client, Trust } from './client.ts';
-import { clientOf } from './client.ts';
+import type { Client, Trust } from './forwarded.ts';
+import { clientOf } from './forwarded.ts';
 import type { Format } from './negotiate.ts';
 
 /** One request and its response, as the access log and the error answers see them. */
@@ -19,7 +19,7 @@ export interface Exchange {
   suffix: Format | null;
   /** Who the page header shows, once a script asked who is asking (lib/auth); null otherwise. */
   viewer: Viewer | null;
-  /** The client, behind the trusted proxies if any (client.ts). */
+  /** The client, behind the trusted proxies if any (forwarded.ts). */
   client: Client;
   /** What answered, for the metrics: a script's name, static, proxy, probe, or none (refused before). */
   route: string;

@@ -9,8 +9,8 @@ import type { Body, Target, Upload } from '../http/index.ts';
 import { bodyTypeOf, hasBody, HttpError, NoContent, Redirect, refererPath, refuseCrossSite } from '../http/index.ts';
 import type { Failure } from './form.ts';
 import { failureOf } from './form.ts';
-import type { Document, Outcome, ScriptModule, ScriptRequest } from './request.ts';
-import { requireLogin, withLogin } from './request.ts';
+import type { Document, Outcome, ScriptModule, ScriptRequest } from './script-request.ts';
+import { requireLogin, withLogin } from './script-request.ts';
 
 interface ChangeOptions {
   /** The page a login leads back to: the form of the change, e.g. /person/max-muster/bearbeiten. */

@@ -5,8 +5,8 @@ import type { Identity } from '../auth/index.ts';
 import type { FieldError } from '../http/index.ts';
 import { bodyTypeOf, HttpError } from '../http/index.ts';
 import type { RawFields } from './input.ts';
-import type { Document, ScriptRequest } from './request.ts';
-import { loginLink, requireLogin, withLogin } from './request.ts';
+import type { Document, ScriptRequest } from './script-request.ts';
+import { loginLink, requireLogin, withLogin } from './script-request.ts';
 
 export interface FormField {
   name: string;

@@ -23,8 +23,8 @@ export { deletePerson, insertPerson, setPersonImage, updatePerson } from './pers
 export type { PictureOptions } from './picture.ts';
 export { pictureIn, pictureWidths, storePicture } from './picture.ts';
 export { PictureQueue } from './picture-queue.ts';
-export type { Document, LinkFn, Outcome, Paging, ScriptModule, ScriptRequest } from './request.ts';
-export { buildQuery, loginLink, pageLinks, pagingOf, readId, readNonNegativeInteger, requireLogin } from './request.ts';
+export type { Document, LinkFn, Outcome, Paging, ScriptModule, ScriptRequest } from './script-request.ts';
+export { buildQuery, loginLink, pageLinks, pagingOf, readId, readNonNegativeInteger, requireLogin } from './script-request.ts';
 export type { FacetView, SearchResult } from './search-list.ts';
 export { searchJson, searchXml } from './search-list.ts';
 export type { SearchSettings } from './search-url.ts';

@@ -9,7 +9,7 @@ import type { FormField, FormState } from './form.ts';
 import { fieldOf } from './form.ts';
 import type { Shape } from './input.ts';
 import { readFields } from './input.ts';
-import type { LinkFn, View } from './request.ts';
+import type { LinkFn, View } from './script-request.ts';
 
 export interface LoanRecord {
   account: { id: number; username: string };

@@ -9,8 +9,8 @@ import { fieldOf, stateOf } from './form.ts';
 import { isGone, movedSlug } from './history.ts';
 import type { RawFields, Shape } from './input.ts';
 import { checkText, readFields } from './input.ts';
-import type { LinkFn, View } from './request.ts';
-import { readId } from './request.ts';
+import type { LinkFn, View } from './script-request.ts';
+import { readId } from './script-request.ts';
 
 export interface Person {
   id: number;

@@ -4,8 +4,8 @@
 import { clip, controlCharacters, HttpError } from '../http/index.ts';
 import type { Condition, FacetFilter, FacetName, Operator, Sort } from '../search/index.ts';
 import { checkCondition, facetNames, sorts } from '../search/index.ts';
-import type { ScriptRequest } from './request.ts';
-import { buildQuery } from './request.ts';
+import type { ScriptRequest } from './script-request.ts';
+import { buildQuery } from './script-request.ts';
 
 const scopes = ['default_scope', 'personen', 'werke'] as const;
 const tabs = ['default_tab'] as const;

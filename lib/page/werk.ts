@@ -8,7 +8,7 @@ import { fieldOf, stateOf } from './form.ts';
 import { isGone } from './history.ts';
 import type { RawFields, Shape } from './input.ts';
 import { checkText, readFields } from './input.ts';
-import type { LinkFn, View } from './request.ts';
+import type { LinkFn, View } from './script-request.ts';
 
 export interface Werk {
   id: number;

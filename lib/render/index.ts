@@ -3,7 +3,7 @@
 // May import: db, http, page.
 export { buildXml, formatsOf, renderDocument, summaryOf } from './document.ts';
 export { problemOf, renderProblem } from './problem.ts';
-export type { Produced } from './respond.ts';
-export { respond } from './respond.ts';
+export type { Produced } from './send.ts';
+export { respond } from './send.ts';
 export { escapeHtml, Templates } from './templates.ts';
 export { escapeXml, writeXml } from './xml.ts';

@@ -3,8 +3,8 @@
 // check on the row's folded text where the lexemes cannot tell, and its score.
 import type { IdSet } from './id-set.ts';
 import type { Atom, Field, ParsedLine } from './language.ts';
-import type { Query } from './query.ts';
-import { andQuery, orQuery } from './query.ts';
+import type { Query } from './set-query.ts';
+import { andQuery, orQuery } from './set-query.ts';
 import type { Kind, Tag, TextSource } from './texts.ts';
 import type { Expansion, WordInfo } from './vocabulary.ts';
 import { expansionOf, lookupKey } from './words.ts';

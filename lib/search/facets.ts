@@ -1,7 +1,7 @@
 // The facets of a search (docs/interface.md, Search): the hits taken counted by type, creator and
 // decade, and a facet asked for as the rows it keeps.
 import type { IdSet } from './id-set.ts';
-import type { Query } from './query.ts';
+import type { Query } from './set-query.ts';
 import type { Kind } from './texts.ts';
 import type { FacetFilter, FacetValue, Found, Hits } from './spec.ts';
 import { facetNames } from './spec.ts';

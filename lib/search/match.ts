@@ -4,7 +4,7 @@
 // costs more than that.
 import { IdSet } from './id-set.ts';
 import type { Plan } from './plan.ts';
-import type { Query } from './query.ts';
+import type { Query } from './set-query.ts';
 import type { Descriptions, TextSource } from './texts.ts';
 
 export interface Taken {

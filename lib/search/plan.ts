@@ -1,7 +1,7 @@
 // From parsed query lines to a plan over the word index (docs/interface.md, Search): each atom
 // (atoms.ts) gives a set of rows and, where the lexemes cannot tell (phrases, begins_with), a
 // check on the row's folded text; the lines join them as their operators say. A plan gives the
-// rows a search may find as a set query (query.ts), taken block by block (match.ts), the check
+// rows a search may find as a set query (set-query.ts), taken block by block (match.ts), the check
 // each of them must pass when there is one, and the score.
 import { HttpError } from '../http/index.ts';
 import type { IdSet } from './id-set.ts';
@@ -9,8 +9,8 @@ import type { Context, Node, Score } from './atoms.ts';
 import { atomNode, FALSE, TRUE } from './atoms.ts';
 import type { ParsedLine } from './language.ts';
 import { quoteTerms } from './language.ts';
-import type { Query } from './query.ts';
-import { ALL, andQuery, contains, NONE, notQuery, orQuery } from './query.ts';
+import type { Query } from './set-query.ts';
+import { ALL, andQuery, contains, NONE, notQuery, orQuery } from './set-query.ts';
 import type { Kind, TextSource } from './texts.ts';
 import type { WordInfo } from './vocabulary.ts';
 import type { WordIndex } from './word-index.ts';

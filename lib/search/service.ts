@@ -1,14 +1,14 @@
 // The search process: with WEB_CONCURRENCY of 2 or more, the one process of a server that keeps
-// the word index (run.ts). The primary starts it beside the workers and starts it again when it
-// dies; the workers ask it over a Unix socket (client.ts), in HTTP: POST /find with a search and
+// the word index (searcher.ts). The primary starts it beside the workers and starts it again when it
+// dies; the workers ask it over a Unix socket (service-client.ts), in HTTP: POST /find with a search and
 // the data version it must see, GET /stats for the metrics. docs/operations.md, Processes and signals.
 import { chmodSync, renameSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { Db } from '../db/index.ts';
 import { DbInputError, DbUnavailableError } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
-import type { Searched, Stems, Wanted } from './run.ts';
-import { Searcher } from './run.ts';
+import type { Searched, Stems, Wanted } from './searcher.ts';
+import { Searcher } from './searcher.ts';
 import type { SearchLimits, SearchSpec } from './spec.ts';
 
 /** A question's body at most: a search is a few lines of 200 characters and its facets. */
@@ -27,7 +27,7 @@ function stemsOf(value: unknown): Stems | null {
   return Object.fromEntries(entries) as Stems;
 }
 
-/** An error of the search, as it travels to the worker that asked (client.ts makes it again). */
+/** An error of the search, as it travels to the worker that asked (service-client.ts makes it again). */
 export interface Carried {
   kind: 'http' | 'unavailable' | 'input' | 'error';
   status: number;

@@ -1,5 +1,5 @@
 // What a search asks (the lines, scope, facets, order and page) and what it answers (the hits
-// of the page, the total, the facets), between scripts/search.ts and lib/search/run.ts.
+// of the page, the total, the facets), between scripts/search.ts and lib/search/searcher.ts.
 import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Condition, ParsedLine } from './language.ts';
@@ -51,7 +51,7 @@ export interface Found {
 
 export interface SearchStats { personen: number; werke: number; bytes: number; searches: number; catchUps: number; reloads: number; snapshotsTaken: number; snapshotsWritten: number }
 
-/** A search as a request runs it (lib/page/request.ts). */
+/** A search as a request runs it (lib/page/script-request.ts). */
 export interface RequestSearch {
   /** The hits, ranked and counted, their facets, and the page asked for. */
   find(spec: SearchSpec): Promise<Found>;
@@ -76,8 +76,8 @@ export function limitsOf(config: Config): SearchLimits {
 export type Hits = Record<Kind, { ids: number[]; scores: number[] }>;
 
 /**
- * What a serving process searches with: the word index it keeps itself (run.ts, the one process
- * of WEB_CONCURRENCY=1), or the one search process's, asked over its socket (client.ts).
+ * What a serving process searches with: the word index it keeps itself (searcher.ts, the one process
+ * of WEB_CONCURRENCY=1), or the one search process's, asked over its socket (service-client.ts).
  */
 export interface SearchEngine {
   /** Resolves once searches can be answered from an index (with a search process: at once). */

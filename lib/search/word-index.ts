@@ -1,7 +1,7 @@
 // The word index a process searches (docs/performance.md, Search): for persons and works, the rows
 // of each lexeme (lexemes.ts), what ranking, sorting, facets and the checks read of each row, and
 // the rows of each type, decade and creator; sync.ts fills it and keeps it current. What the result
-// list shows is read from the database (page.ts).
+// list shows is read from the database (result-page.ts).
 import { Column, Field, Interned, Texts } from './columns.ts';
 import { Groups, Lexemes } from './lexemes.ts';
 import type { Saved, SnapshotReader, SnapshotWriter } from './snapshot.ts';
@@ -134,7 +134,7 @@ export class Werke {
     this.byCreator.delete(this.creator.get(id), id);
     const jahr = this.jahr.get(id);
     if (jahr !== noYear) this.byDecade.delete(decadeOf(jahr), id);
-    // A search that took the work before it went counts it nowhere (page.ts, facets.ts).
+    // A search that took the work before it went counts it nowhere (result-page.ts, facets.ts).
     for (const field of [this.person, this.creator, this.art]) field.set(id, -1);
     this.jahr.set(id, noYear);
     this.folded.delete(id);

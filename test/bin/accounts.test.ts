@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { checkCredentials } from '../../lib/auth/accounts.ts';
+import { checkCredentials } from '../../lib/auth/account-store.ts';
 import type { Db } from '../../lib/db/index.ts';
 import { openPglite } from '../../lib/db/index.ts';
 import type { TestDb } from '../helpers.ts';

@@ -132,11 +132,11 @@ describe('the built server\'s error log', () => {
   test('names the TypeScript line of a failure inside the bundle, through its source map', async () => {
     const res = await rawRequest(product.origin, '/boom-lib');
     assert.equal(res.status, 500);
-    const source = readFileSync(path.join(root, 'lib/page/request.ts'), 'utf8').split('\n');
+    const source = readFileSync(path.join(root, 'lib/page/script-request.ts'), 'utf8').split('\n');
     const declared = source.findIndex((l) => l.startsWith('export function readNonNegativeInteger('));
     const line = declared + 1 + source.slice(declared).findIndex((l) => l.includes('query.get(name)'));
     const log = await waitFor(() => product.readLog('error.log'), (text) => text.includes("reading 'get'"));
-    assert.match(log, new RegExp(`\\] TypeError: Cannot read properties of undefined \\(reading 'get'\\) in lib/page/request\\.ts on line ${line}\\n`));
+    assert.match(log, new RegExp(`\\] TypeError: Cannot read properties of undefined \\(reading 'get'\\) in lib/page/script-request\\.ts on line ${line}\\n`));
   });
 });
 

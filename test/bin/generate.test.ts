@@ -1,4 +1,4 @@
-// The data generator (bin/lib/generate.ts, bin/generate.ts): the same seed gives the same rows on
+// The data generator (bin/lib/fill-database.ts, bin/generate.ts): the same seed gives the same rows on
 // PGlite and PostgreSQL, a filled database is refused without --replace, and the search
 // indexes and id sequences are as before the bulk load.
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { DatabaseNotEmptyError, generateData } from '../../bin/lib/generate.ts';
+import { DatabaseNotEmptyError, generateData } from '../../bin/lib/fill-database.ts';
 import { migrate } from '../../lib/db/index.ts';
 import type { TestDb } from '../helpers.ts';
 import { backend, openTestDb, root } from '../helpers.ts';

@@ -1,4 +1,4 @@
-// Documents compressed with brotli or gzip (lib/render/respond.ts): only for clients that accept
+// Documents compressed with brotli or gzip (lib/render/send.ts): only for clients that accept
 // it and bodies of 1 KB and more, with Vary: Accept-Encoding and an ETag per encoding that
 // If-None-Match matches; a kept document sends the compressed bytes kept beside it.
 import assert from 'node:assert/strict';

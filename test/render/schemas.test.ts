@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import type { ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
-import { generateData } from '../../bin/lib/generate.ts';
+import { generateData } from '../../bin/lib/fill-database.ts';
 import { csrfTokenOf, loanBody, personBody, werkBody } from '../change-helpers.ts';
 import type { ApiFormat } from '../change-helpers.ts';
 import type { TestServer } from '../helpers.ts';

@@ -1,5 +1,5 @@
 // While the primary cannot be reached, a worker's search goes to the search process with the index
-// as it last was (lib/search/run.ts, requestSearch): the stems of words the index has not seen are
+// as it last was (lib/search/searcher.ts, requestSearch): the stems of words the index has not seen are
 // read where the request reads (a replica), not asked of the primary by the search process, and
 // the page's rows come from there too.
 import assert from 'node:assert/strict';
@@ -12,8 +12,8 @@ import { after, before, test } from 'node:test';
 import type { Db } from '../../lib/db/index.ts';
 import { DataVersion, openPostgres } from '../../lib/db/index.ts';
 import { parseCondition, parseLines } from '../../lib/search/language.ts';
-import { SearchClient } from '../../lib/search/client.ts';
-import { Searcher } from '../../lib/search/run.ts';
+import { SearchClient } from '../../lib/search/service-client.ts';
+import { Searcher } from '../../lib/search/searcher.ts';
 import { serveSearches } from '../../lib/search/service.ts';
 import type { SearchLimits, SearchSpec } from '../../lib/search/spec.ts';
 import type { TestDb } from '../helpers.ts';

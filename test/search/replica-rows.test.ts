@@ -1,11 +1,11 @@
 // A search's hits come from the index, which follows the primary; its page's rows are read where
-// the request reads (lib/search/run.ts, requestSearch). A replica behind the primary lacks a work
+// the request reads (lib/search/searcher.ts, requestSearch). A replica behind the primary lacks a work
 // added since: that row is read from the primary, so the page shows every hit the index counts.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { DataVersion } from '../../lib/db/index.ts';
 import { parseCondition, parseLines } from '../../lib/search/language.ts';
-import { Searcher } from '../../lib/search/run.ts';
+import { Searcher } from '../../lib/search/searcher.ts';
 import type { SearchSpec } from '../../lib/search/spec.ts';
 import type { TestDb } from '../helpers.ts';
 import { openDemoDb } from './index-contents.ts';

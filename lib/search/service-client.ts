@@ -5,8 +5,8 @@
 import http from 'node:http';
 import type { Db } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
-import type { Searched, Stems, Wanted } from './run.ts';
-import { indexNotRead, requestSearch } from './run.ts';
+import type { Searched, Stems, Wanted } from './searcher.ts';
+import { indexNotRead, requestSearch } from './searcher.ts';
 import type { Carried, Question } from './service.ts';
 import { uncarry } from './service.ts';
 import type { RequestSearch, SearchEngine, SearchLimits, SearchSpec, SearchStats } from './spec.ts';
@@ -55,7 +55,7 @@ export class SearchClient implements SearchEngine {
     return this.counted.stats;
   }
 
-  /** The search one request runs (requestSearch in run.ts), on the search process's index. */
+  /** The search one request runs (requestSearch in searcher.ts), on the search process's index. */
   forRequest(version: () => Promise<bigint | null>, db: Db): RequestSearch {
     return requestSearch({
       primary: this.primary, db, version, turns: this.turns, timeoutMs: this.limits.timeoutMs, stemsHere: true,

@@ -1,7 +1,7 @@
 // Runs a search (docs/interface.md, Search) on the process's word index (word-index.ts), brought up
 // to date first (sync.ts): its words are looked up in the vocabulary, its plan (plan.ts) takes the
 // first hits of each kind in the order of their ids (match.ts), and those are ranked, counted
-// (facets.ts) and paged (page.ts). The database gives what the index does not keep: the page's
+// (facets.ts) and paged (result-page.ts). The database gives what the index does not keep: the page's
 // rows, read by key where the request reads (a replica may answer), and the stems of words the
 // index has not seen, each a short lookup, pipelined; the folded descriptions a phrase is checked
 // on and the closest spellings (suggest.ts), within the share of connections searches may take,
@@ -13,8 +13,8 @@ import { facetsOf, withFacets } from './facets.ts';
 import type { ParsedLine } from './language.ts';
 import { quoteTerms } from './language.ts';
 import { scoreRows, takeRows } from './match.ts';
-import type { Ranked } from './page.ts';
-import { pageOf, pageRowsRead } from './page.ts';
+import type { Ranked } from './result-page.ts';
+import { pageOf, pageRowsRead } from './result-page.ts';
 import type { Plan } from './plan.ts';
 import { kindPlan } from './plan.ts';
 import type { Found, Hits, RequestSearch, SearchEngine, SearchLimits, SearchSpec, SearchStats } from './spec.ts';
@@ -63,7 +63,7 @@ async function readStems(db: Db, words: string[]): Promise<Stems> {
 /** A search's answer: what it found but the page's rows, and the page's hits, whose rows are read where the request reads. */
 export interface Searched { found: Found; page: Ranked[] }
 
-/** A search before the index is read: this process's, or the search process's (client.ts). */
+/** A search before the index is read: this process's, or the search process's (service-client.ts). */
 export function indexNotRead(): HttpError {
   return new HttpError(503, 'Search is starting: its index is being read. Try again in a few seconds.', { headers: { 'retry-after': '5' } });
 }
@@ -75,7 +75,7 @@ export function indexNotRead(): HttpError {
  * primary, so a page shows every hit the index counts. While the primary cannot be reached, on
  * the index as it last was: a replica answers the rest, as it does for the other pages. `search`
  * is the index's: this process's (Searcher, which asks `db` for stems itself), or the search
- * process's (client.ts: `stemsHere`, the stems it would ask of the primary are read here then).
+ * process's (service-client.ts: `stemsHere`, the stems it would ask of the primary are read here then).
  */
 export function requestSearch(parts: {
   primary: Db; db: Db; version: () => Promise<bigint | null>; turns: Turns; timeoutMs: number; stemsHere: boolean;
