@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { openPglite } from '../lib/db/index.ts';
 import type { TestServer } from './helpers.ts';
-import { backend, pgliteTemplate, startTestServer } from './helpers.ts';
+import { backend, startTestServer } from './helpers.ts';
 
 const searches = [
   'query=any,contains,m%C3%BCller', 'query=any,contains,mueller', 'query=any,contains,h%C3%A4user', 'query=any,contains,nebel%20hafen',
@@ -27,7 +27,7 @@ let pglite: TestServer;
 before(async () => {
   if (backend !== 'postgres') return;
   postgres = await startTestServer({ NODE_ENV: 'production' });
-  const db = await openPglite({ dataDir: null, loadDataDir: await pgliteTemplate() });
+  const db = await openPglite({ dataDir: null });
   pglite = await startTestServer({ NODE_ENV: 'production' }, { db: { db, url: null, drop: () => db.close() } });
 });
 after(async () => {
