@@ -215,14 +215,14 @@ describe('conversions in turn', () => {
     };
     // sharp is loaded by a first upload.
     assert.equal((await upload(server, session, numbered(0), 'image/jpeg')).status, 200);
-    // The file asked for every 50 ms, whether or not the one before has come (so a stall shows in
+    // The file asked for every 25 ms, whether or not the one before has come (so a stall shows in
     // every request that meets it), and one login after another, both while `more` says so.
     const measure = async (into: { file: number[]; login: number[] }, more: () => boolean) => {
       const files: Promise<void>[] = [];
       const sample = async () => {
         for (let i = 0; i < 1000 && more(); i++) {
           files.push(file().then((ms) => void into.file.push(ms)));
-          await sleep(50);
+          await sleep(25);
         }
       };
       const logins = async () => {
