@@ -2,23 +2,13 @@
 // librarians may read it; everyone else gets 403, and an unknown id is 404 for a librarian only,
 // so nobody else learns which ids exist (docs/interface.md, Who may read a loan list). A
 // librarian POSTs here to lend a work to the user (201 with the loan's Location).
-import type { Document, Failure, FormField, Identity, LendCandidate, LinkFn, Outcome, ScriptRequest } from '../lib/page/index.ts';
+import type { Document, Failure, FormField, Identity, LendCandidate, LinkFn, Loan, Outcome, ScriptRequest } from '../lib/page/index.ts';
 import {
-  change, findAccount, findWorksToLend, HttpError, lend, librariansOnly, loanFields, loanView, mayReadLoans, pageLinks, pagingOf, readId, readLoan, readNonNegativeInteger,
+  change, findAccount, findOpenLoans, findWorksToLend, HttpError, lend, librariansOnly, loanFields, loanView, mayReadLoans, pageLinks, pagingOf, readId, readLoan, readNonNegativeInteger,
   rejectInvalid, requireLogin,
 } from '../lib/page/index.ts';
 
 const pageSize = 50;
-
-export interface Loan {
-  werk: { id: number; titel: string };
-  person: { slug: string; vorname: string; nachname: string };
-  /** YYYY-MM-DD */
-  seit: string;
-  /** The due date, YYYY-MM-DD. */
-  bis: string;
-  ueberfaellig: boolean;
-}
 
 export interface LoanList {
   account: { id: number; username: string; person: { slug: string; vorname: string; nachname: string } | null };
@@ -73,26 +63,14 @@ async function loanList(req: ScriptRequest, options: { uid: number; offset: numb
   const account = await findAccount(db, uid);
   if (!account) throw new HttpError(404, `There is no user with the id ${uid}.`);
 
-  const loans = await db.query<Loan & { total: number }>(
-    `SELECT json_build_object('id', w.id, 'titel', w.titel) AS werk,
-            json_build_object('slug', p.slug, 'vorname', p.vorname, 'nachname', p.nachname) AS person,
-            to_char(l.since, 'YYYY-MM-DD') AS seit, to_char(l.until, 'YYYY-MM-DD') AS bis,
-            l.until < current_date AS ueberfaellig,
-            count(*) OVER ()::integer AS total
-       FROM loan l JOIN werk w ON w.id = l.werk_id JOIN person p ON p.id = w.person_id
-      WHERE l.account_id = $1 AND l.returned_at IS NULL
-      ORDER BY l.until, w.titel, w.id
-      LIMIT $2 OFFSET $3`,
-    [uid, pageSize, offset],
-  );
-  const total = loans[0]?.total ?? (offset > 0 ? await countLoans(req, uid) : 0);
+  const { loans, total } = await findOpenLoans(db, uid, { offset, limit: pageSize });
   return {
     path: listPath(uid, offset),
     title: `Loans of ${account.username}`,
     data: {
       account: { id: account.id, username: account.username, person: account.person },
       offset, size: pageSize, total, ...pageLinks(offset, pageSize, total),
-      loans: loans.map(({ total: _total, ...loan }) => loan),
+      loans,
       manage: await lendForm(req, requester, failure),
     },
     pages: pagingOf(offset, pageSize, total, (at) => listPath(uid, at)),
@@ -111,14 +89,6 @@ async function lendForm(req: ScriptRequest, requester: Identity, failure: Failur
   const term = (req.query.get('suche') ?? '').trim().slice(0, 200);
   const search = term === '' || failure ? null : { term, werke: await findWorksToLend(req.db, term) };
   return { csrfToken: await req.session.csrfToken(), fields: loanFields(state), message: failure?.message ?? null, search };
-}
-
-async function countLoans({ db }: ScriptRequest, uid: number): Promise<number> {
-  const [row] = await db.query<{ total: number }>(
-    'SELECT count(*)::integer AS total FROM loan WHERE account_id = $1 AND returned_at IS NULL',
-    [uid],
-  );
-  return row?.total ?? 0;
 }
 
 export function listPath(uid: number, offset: number): string {

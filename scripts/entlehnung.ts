@@ -1,12 +1,12 @@
 // One loan: /entlehnte/<user_id>/<work_id>, where a lending answers (201 Location). GET shows
 // the latest loan of that work to that user, returned or not; a librarian DELETEs it to record
 // the return (204). Readable, like the loan list, only by its owner and librarians.
-import type { Document, LoanRecord, Outcome, ScriptRequest } from '../lib/page/index.ts';
+import type { Document, Loan, Outcome, ScriptRequest } from '../lib/page/index.ts';
 import { change, findLoan, giveBack, HttpError, librariansOnly, mayReadLoans, readId, requireLogin } from '../lib/page/index.ts';
 
 export { loanJson as toJson, loanXml as toXml } from '../lib/page/index.ts';
 
-export async function GET(req: ScriptRequest): Promise<Document<LoanRecord>> {
+export async function GET(req: ScriptRequest): Promise<Document<Loan>> {
   const uid = readId(req.query, 'uid');
   const wid = readId(req.query, 'wid');
   const back = `/entlehnte/${uid}/${wid}`;

@@ -12,8 +12,8 @@ export type { Failure, FormField, FormPage } from './form.ts';
 export { formAgain, formDocument, freshForm, showForm } from './form.ts';
 export type { RawFields } from './input.ts';
 export { rejectInvalid } from './input.ts';
-export type { LendCandidate, LoanRecord } from './loan.ts';
-export { findLoan, findWorksToLend, loanFields, loanJson, loanView, loanXml, mayReadLoans, readLoan } from './loan.ts';
+export type { LendCandidate, Loan } from './loan.ts';
+export { findLoan, findOpenLoans, findWorksToLend, loanFields, loanJson, loanView, loanXml, mayReadLoans, readLoan } from './loan.ts';
 export { giveBack, lend } from './loan-store.ts';
 export type { Person, PersonKey } from './person.ts';
 export {

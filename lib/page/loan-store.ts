@@ -4,14 +4,14 @@
 import type { Db } from '../db/index.ts';
 import { HttpError } from '../http/index.ts';
 import { databaseErrorOf } from './change.ts';
-import type { LoanInput, LoanRecord } from './loan.ts';
+import type { LoanInput, Loan } from './loan.ts';
 import { findLoan } from './loan.ts';
 
 // Lent for four weeks unless the librarian gives a due date.
 const defaultDays = 28;
 
 /** Lends the work; returns the new loan as stored. */
-export async function lend(db: Db, loan: LoanInput & { accountId: number }): Promise<LoanRecord> {
+export async function lend(db: Db, loan: LoanInput & { accountId: number }): Promise<Loan> {
   try {
     return await db.transaction(async (tx) => {
       const [werk] = await tx.query('SELECT 1 FROM werk WHERE id = $1', [loan.werkId]);
@@ -20,7 +20,7 @@ export async function lend(db: Db, loan: LoanInput & { accountId: number }): Pro
         'INSERT INTO loan (account_id, werk_id, until) VALUES ($1, $2, coalesce($3::date, current_date + $4::int))',
         [loan.accountId, loan.werkId, loan.bis, defaultDays],
       );
-      return (await findLoan(tx, loan.accountId, loan.werkId)) as LoanRecord;
+      return (await findLoan(tx, loan.accountId, loan.werkId)) as Loan;
     });
   } catch (err) {
     const failure = databaseErrorOf(err);

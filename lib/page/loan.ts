@@ -11,32 +11,42 @@ import type { Shape } from './input.ts';
 import { readFields } from './input.ts';
 import type { LinkFn, View } from './script-request.ts';
 
-export interface LoanRecord {
+/**
+ * A loan as every page that shows one reads it: the entries of a loan list and the loan's own
+ * page. The interface calls it entlehnung (docs/development.md, Names).
+ */
+export interface Loan {
   account: { id: number; username: string };
   werk: { id: number; titel: string };
   person: { slug: string; vorname: string; nachname: string };
   /** YYYY-MM-DD */
   seit: string;
+  /** The due date, YYYY-MM-DD. */
   bis: string;
   /** The day it came back, or null while it is out. */
   zurueck: string | null;
   ueberfaellig: boolean;
 }
 
+// A Loan's columns, from loanTables.
+const loanColumns = `json_build_object('id', a.id, 'username', a.username) AS account,
+            json_build_object('id', w.id, 'titel', w.titel) AS werk,
+            json_build_object('slug', p.slug, 'vorname', p.vorname, 'nachname', p.nachname) AS person,
+            to_char(l.since, 'YYYY-MM-DD') AS seit, to_char(l.until, 'YYYY-MM-DD') AS bis,
+            to_char(l.returned_at, 'YYYY-MM-DD') AS zurueck,
+            l.returned_at IS NULL AND l.until < current_date AS ueberfaellig`;
+const loanTables = 'loan l JOIN account a ON a.id = l.account_id JOIN werk w ON w.id = l.werk_id JOIN person p ON p.id = w.person_id';
+
 /** A user's loans are read by that user and by librarians, nobody else. */
 export function mayReadLoans(requester: Identity, accountId: number): boolean {
   return requester.role === 'librarian' || requester.id === accountId;
 }
 
-export async function findLoan(db: Queryable, accountId: number, werkId: number): Promise<LoanRecord | null> {
-  const [loan] = await db.query<LoanRecord>(
-    `SELECT json_build_object('id', a.id, 'username', a.username) AS account,
-            json_build_object('id', w.id, 'titel', w.titel) AS werk,
-            json_build_object('slug', p.slug, 'vorname', p.vorname, 'nachname', p.nachname) AS person,
-            to_char(l.since, 'YYYY-MM-DD') AS seit, to_char(l.until, 'YYYY-MM-DD') AS bis,
-            to_char(l.returned_at, 'YYYY-MM-DD') AS zurueck,
-            l.returned_at IS NULL AND l.until < current_date AS ueberfaellig
-       FROM loan l JOIN account a ON a.id = l.account_id JOIN werk w ON w.id = l.werk_id JOIN person p ON p.id = w.person_id
+/** The latest loan of the work to the account, returned or not. */
+export async function findLoan(db: Queryable, accountId: number, werkId: number): Promise<Loan | null> {
+  const [loan] = await db.query<Loan>(
+    `SELECT ${loanColumns}
+       FROM ${loanTables}
       WHERE l.account_id = $1 AND l.werk_id = $2
       ORDER BY l.returned_at IS NULL DESC, l.since DESC, l.id DESC
       LIMIT 1`,
@@ -45,11 +55,30 @@ export async function findLoan(db: Queryable, accountId: number, werkId: number)
   return loan ?? null;
 }
 
+/** One page of the account's open loans, the soonest due first, and how many there are. */
+export async function findOpenLoans(db: Queryable, accountId: number, page: { offset: number; limit: number }): Promise<{ loans: Loan[]; total: number }> {
+  const rows = await db.query<Loan & { total: number }>(
+    `SELECT ${loanColumns}, count(*) OVER ()::integer AS total
+       FROM ${loanTables}
+      WHERE l.account_id = $1 AND l.returned_at IS NULL
+      ORDER BY l.until, w.titel, w.id
+      LIMIT $2 OFFSET $3`,
+    [accountId, page.limit, page.offset],
+  );
+  // A page past the end has no rows to carry the count.
+  let total = rows[0]?.total ?? 0;
+  if (rows.length === 0 && page.offset > 0) {
+    const [row] = await db.query<{ total: number }>('SELECT count(*)::integer AS total FROM loan WHERE account_id = $1 AND returned_at IS NULL', [accountId]);
+    total = row?.total ?? 0;
+  }
+  return { loans: rows.map(({ total: _total, ...loan }) => loan), total };
+}
+
 function loanPath(loan: { account: { id: number }; werk: { id: number } }): string {
   return `/entlehnte/${loan.account.id}/${loan.werk.id}`;
 }
 
-export function loanJson(loan: LoanRecord, link: LinkFn) {
+export function loanJson(loan: Loan, link: LinkFn) {
   return {
     url: link(loanPath(loan)),
     benutzer: { name: loan.account.username, entlehnte: link(`/entlehnte/${loan.account.id}`) },
@@ -62,7 +91,7 @@ export function loanJson(loan: LoanRecord, link: LinkFn) {
   };
 }
 
-export function loanXml(loan: LoanRecord, link: LinkFn) {
+export function loanXml(loan: Loan, link: LinkFn) {
   return {
     entlehnung: {
       '@_ref': link(loanPath(loan)),
