@@ -117,7 +117,9 @@ describe('lib/ in rooms', () => {
 describe('the front and the map', () => {
   test('server.ts reads in one sitting, and the README stays a map', () => {
     const lines = (file: string) => readFileSync(path.join(root, file), 'utf8').split('\n').length;
-    assert.ok(lines('server.ts') <= 250, `server.ts has ${lines('server.ts')} lines`);
+    // As the formatter writes it (biome.json, 120 columns), which puts each name of a list that
+    // does not fit on a line of its own.
+    assert.ok(lines('server.ts') <= 360, `server.ts has ${lines('server.ts')} lines`);
     assert.ok(lines('README.md') <= 300, `README.md has ${lines('README.md')} lines`);
   });
 
