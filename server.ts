@@ -12,9 +12,31 @@ import type { Db } from './lib/db/index.ts';
 import { openDatabase, openReplicas, prepareDatabase } from './lib/db/index.ts';
 import type { Exchange } from './lib/http/index.ts';
 import {
-  accessEntryOf, basePathOf, chooseFormat, compileTrust, createBodyReader, createExchange, createProxy, effectiveMethod, HttpError, lingerAfterAnswer,
-  listen, locate, locationHeader, mediaTypes, negotiateErrorFormat, picturesPath, possibleMethods, readTarget, refuseLargeBody, runPrimary, runsWorkers, sendBody, sendEmpty,
-  StaticFiles, UpstreamError,
+  accessEntryOf,
+  basePathOf,
+  chooseFormat,
+  compileTrust,
+  createBodyReader,
+  createExchange,
+  createProxy,
+  effectiveMethod,
+  HttpError,
+  lingerAfterAnswer,
+  listen,
+  locate,
+  locationHeader,
+  mediaTypes,
+  negotiateErrorFormat,
+  picturesPath,
+  possibleMethods,
+  readTarget,
+  refuseLargeBody,
+  runPrimary,
+  runsWorkers,
+  sendBody,
+  sendEmpty,
+  StaticFiles,
+  UpstreamError,
 } from './lib/http/index.ts';
 import type { AccessEntry } from './lib/log/index.ts';
 import { Logs } from './lib/log/index.ts';
@@ -47,7 +69,9 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const logError: App['logError'] = (message, level = 'error') => logs.error(message, { level });
   const reload = !config.production;
   const templates = new Templates(config.templatesDir, { reload });
-  const files = new StaticFiles(config.publicDir, { mounts: [{ prefix: picturesPath, dir: config.picturesDir, immutable: true }] });
+  const files = new StaticFiles(config.publicDir, {
+    mounts: [{ prefix: picturesPath, dir: config.picturesDir, immutable: true }],
+  });
   // Checked before the first request: a missing scripts folder, a bad rewrite table, database or
   // migration stops the start, and the error log says why, where an operator looks first.
   const { scripts, rules, db } = await prepare(config, { db: options.db, logError }).catch(async (err: unknown) => {
@@ -58,7 +82,13 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const auth = await Auth.open(db, config, logs);
   const replicas = openReplicas(config, db, { onWarning: (message) => logError(message, 'warn') });
   await replicas?.start();
-  const runner = new ScriptRunner({ config, db, reads: replicas && { replicas, written: auth.written }, templates, logs });
+  const runner = new ScriptRunner({
+    config,
+    db,
+    reads: replicas && { replicas, written: auth.written },
+    templates,
+    logs,
+  });
   // Read in the background: the probes and the pages answer from the start (docs/operations.md).
   const complete = runner.start();
   const proxy = createProxy({ timeoutMs: config.proxyTimeoutMs });
@@ -66,8 +96,13 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const base = `${basePathOf(config)}/`;
   const trust = compileTrust(config.trustedProxies);
   const metrics = new Metrics({
-    db, logFailedWrites: () => logs.failedWrites(), logins: auth.tally, checksWaiting: () => auth.checksWaiting, countSessions: () => auth.countSessions(),
-    replicas: replicas ? () => replicas.status() : undefined, search: () => runner.searchStats(),
+    db,
+    logFailedWrites: () => logs.failedWrites(),
+    logins: auth.tally,
+    checksWaiting: () => auth.checksWaiting,
+    countSessions: () => auth.countSessions(),
+    replicas: replicas ? () => replicas.status() : undefined,
+    search: () => runner.searchStats(),
   });
   const probes = new Probes(config, db, metrics);
   let forwardingWarned = 0;
@@ -80,14 +115,21 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     // 2. Rewrite: the first matching rules decide; F and G end here (403, 410).
     const destination = rewriteRequest(rules, ex, target, site);
     ex.route = destination.kind;
-    if (destination.kind === 'redirect') return sendEmpty(ex, destination.status, { location: locationHeader(locate(target, destination.location, target.suffix)) });
+    if (destination.kind === 'redirect')
+      return sendEmpty(ex, destination.status, {
+        location: locationHeader(locate(target, destination.location, target.suffix)),
+      });
     // 3. Proxy, file or script: a P rule's upstream, a file of public/, or scripts/<name>.ts for /<name>.php.
     if (destination.kind === 'proxy') return proxy.forward(ex, destination.url);
     refuseLargeBody(req, config.pictureMaxBytes);
     const name = scriptOf(destination.path);
     if (name === null || !scripts.exists(name)) {
       ex.route = 'static';
-      if ((req.method === 'GET' || req.method === 'HEAD') && await files.serve(ex, destination.rule === null ? target.path : destination.path)) return;
+      if (
+        (req.method === 'GET' || req.method === 'HEAD') &&
+        (await files.serve(ex, destination.rule === null ? target.path : destination.path))
+      )
+        return;
       logs.missingFile(path.join(config.publicDir, target.path), ex.client.label);
       throw new HttpError(404, `There is no document at ${target.path}.`);
     }
@@ -107,16 +149,41 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     }
     const body = createBodyReader(req, bodyLimit);
     const method = await effectiveMethod(req, body);
-    const handler = method === 'GET' || method === 'HEAD' ? script.GET : allow.includes(method) ? script[method as 'POST' | 'PUT' | 'DELETE'] : undefined;
+    const handler =
+      method === 'GET' || method === 'HEAD'
+        ? script.GET
+        : allow.includes(method)
+          ? script[method as 'POST' | 'PUT' | 'DELETE']
+          : undefined;
     if (!handler) throw notAllowed(method, allow);
     // 5. Representation: the suffix, or Accept; 406 lists the alternatives.
     const available = formatsOf(script);
     // Before the script has run, the address asked for, with its query, is the best name of the document.
     const guess = target.query ? `${target.bare}?${target.query}` : target.bare;
-    const format = script.only && target.suffix === null ? script.only.format : chooseFormat({ suffix: target.suffix, accept: req.headers.accept, available, path: guess, link: target.link });
+    const format =
+      script.only && target.suffix === null
+        ? script.only.format
+        : chooseFormat({
+            suffix: target.suffix,
+            accept: req.headers.accept,
+            available,
+            path: guess,
+            link: target.link,
+          });
     // 6. Identity: the requester of step 4, read only if the script or a change asks.
     // 7. Run the script and render its answer (8), or take the rendering kept at this data version.
-    const produced = await runner.run(ex, { name, script, handler, method, format, available, target, query: destination.query, body, requester });
+    const produced = await runner.run(ex, {
+      name,
+      script,
+      handler,
+      method,
+      format,
+      available,
+      target,
+      query: destination.query,
+      body,
+      requester,
+    });
     // 9. Respond: redirect, 204, or the representation with its ETag, links and caching.
     await respond(ex, produced, { format, target, personal: requester.asked, type: script.only?.type });
   }
@@ -126,16 +193,29 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     const { req, res } = ex;
     const problem = problemOf(err);
     if (!problem || problem.status >= 500 || res.headersSent) logFailure(ex, err);
-    else if (problem.options.log) logs.error(`${problem.message} (${problem.status})`, { level: problem.options.log, client: ex.client.label, collapse: true });
+    else if (problem.options.log)
+      logs.error(`${problem.message} (${problem.status})`, {
+        level: problem.options.log,
+        client: ex.client.label,
+        collapse: true,
+      });
     if (res.headersSent) return void res.destroy();
     if (problem) {
-      const { headers, body } = renderProblem(problem, ex.suffix ?? negotiateErrorFormat(req.headers.accept), { templates, base, user: ex.viewer });
+      const { headers, body } = renderProblem(problem, ex.suffix ?? negotiateErrorFormat(req.headers.accept), {
+        templates,
+        base,
+        user: ex.viewer,
+      });
       if (headers.connection === 'close') lingerAfterAnswer(req);
       return sendBody(ex, problem.status, headers, body);
     }
     // In production a 500 delivers no content; display_errors shows PHP's error page.
     if (config.displayErrors) {
-      const headers = { 'content-type': mediaTypes.html, 'cache-control': 'no-store', 'content-security-policy': errorPagePolicy };
+      const headers = {
+        'content-type': mediaTypes.html,
+        'cache-control': 'no-store',
+        'content-security-policy': errorPagePolicy,
+      };
       return sendBody(ex, 500, headers, renderErrorPage(err, req, projectRoot));
     }
     sendEmpty(ex, 500, { 'cache-control': 'no-store' });
@@ -150,7 +230,10 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   function warnForwarding(ex: Exchange): void {
     if (Date.now() - forwardingWarned < 60_000) return;
     forwardingWarned = Date.now();
-    logs.error(`${ex.client.malformed}; the socket's address is used (said at most once a minute)`, { level: 'warn', client: ex.client.label });
+    logs.error(`${ex.client.malformed}; the socket's address is used (said at most once a minute)`, {
+      level: 'warn',
+      client: ex.client.label,
+    });
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -175,7 +258,11 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   }
 
   return {
-    config, db, handle, complete, logError,
+    config,
+    db,
+    handle,
+    complete,
+    logError,
     logAccess: (entry) => logs.access(entry),
     reopenLogs: () => logs.reopen(),
     close: async () => {
@@ -217,25 +304,39 @@ function allowedMethods(script: { GET?: unknown; POST?: unknown; PUT?: unknown; 
 /** `npm start`: one serving process, or with WEB_CONCURRENCY a primary that migrates once and forks workers. */
 export async function start(config: Config = readConfig()): Promise<void> {
   if (config.webConcurrency > 1 && !config.databaseUrl) {
-    throw new Error('WEB_CONCURRENCY > 1 needs PostgreSQL: the embedded database (PGlite) serves one process only. Set DATABASE_URL or WEB_CONCURRENCY=1.');
+    throw new Error(
+      'WEB_CONCURRENCY > 1 needs PostgreSQL: the embedded database (PGlite) serves one process only. Set DATABASE_URL or WEB_CONCURRENCY=1.',
+    );
   }
   if (config.searchProcess?.serves) {
     // The search process the primary starts beside the workers (lib/search/service.ts).
     const logs = new Logs({ error: config.errorLog });
     const onError = (message: string) => logs.error(message, { level: 'warn' });
-    const db = await openDatabase(config, { onError: (err) => onError(`database connection error: ${err.message}`), onWarning: onError });
+    const db = await openDatabase(config, {
+      onError: (err) => onError(`database connection error: ${err.message}`),
+      onWarning: onError,
+    });
     const onComplete = () => process.send?.({ portfolio: 'complete' });
     return runSearchService(db, {
-      socket: config.searchProcess.socket, limits: limitsOf(config), snapshot: config.searchSnapshot, onError, onComplete, reopenLogs: () => logs.reopen(),
+      socket: config.searchProcess.socket,
+      limits: limitsOf(config),
+      snapshot: config.searchSnapshot,
+      onError,
+      onComplete,
+      reopenLogs: () => logs.reopen(),
     });
   }
   if (runsWorkers(config)) {
-    return runPrimary(config, async () => {
-      const say = (message: string) => console.error(`portfolio: ${message}`);
-      const events = { onError: (err: Error) => say(`database connection error: ${err.message}`), onWarning: say };
-      const db = await openDatabase(config, events);
-      await prepareDatabase(db, config, events).finally(() => db.close());
-    }, { answers: { metrics: clusterMetrics }, fold: foldMetrics });
+    return runPrimary(
+      config,
+      async () => {
+        const say = (message: string) => console.error(`portfolio: ${message}`);
+        const events = { onError: (err: Error) => say(`database connection error: ${err.message}`), onWarning: say };
+        const db = await openDatabase(config, events);
+        await prepareDatabase(db, config, events).finally(() => db.close());
+      },
+      { answers: { metrics: clusterMetrics }, fold: foldMetrics },
+    );
   }
   const app = await createApp(config);
   await listen(app, config, config.databaseUrl ? 'PostgreSQL' : `PGlite in ${config.dataDir}`);

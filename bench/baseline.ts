@@ -20,11 +20,25 @@ export type QueryFn = <R>(sql: string, params: unknown[], name?: string) => Prom
 
 export type BaselineStyle = 'strong' | 'reference';
 
-interface Person { id: number; slug: string; vorname: string; nachname: string; username: string; image: string }
-interface Werk { id: number; titel: string }
+interface Person {
+  id: number;
+  slug: string;
+  vorname: string;
+  nachname: string;
+  username: string;
+  image: string;
+}
+interface Werk {
+  id: number;
+  titel: string;
+}
 
 const personRoute = /^\/person\/([a-z0-9-]*[a-z][a-z0-9-]*)\.(json|xml|html)$/;
-const types = { json: 'application/json; charset=utf-8', xml: 'application/xml; charset=utf-8', html: 'text/html; charset=utf-8' };
+const types = {
+  json: 'application/json; charset=utf-8',
+  xml: 'application/xml; charset=utf-8',
+  html: 'text/html; charset=utf-8',
+};
 
 export function createBaseline(query: QueryFn, style: BaselineStyle = 'strong'): http.RequestListener {
   return (req, res) => {
@@ -44,7 +58,10 @@ export function createBaseline(query: QueryFn, style: BaselineStyle = 'strong'):
 /** The person of a slug and their works by title, or null. */
 async function findPerson(query: QueryFn, slug: string, style: BaselineStyle): Promise<[Person, Werk[]] | null> {
   if (style === 'reference') {
-    const [row] = await query<Person>('SELECT id, slug, vorname, nachname, username, image FROM person WHERE slug = $1', [slug]);
+    const [row] = await query<Person>(
+      'SELECT id, slug, vorname, nachname, username, image FROM person WHERE slug = $1',
+      [slug],
+    );
     if (!row) return null;
     return [row, await query<Werk>('SELECT id, titel FROM werk WHERE person_id = $1 ORDER BY titel, id', [row.id])];
   }
@@ -52,7 +69,8 @@ async function findPerson(query: QueryFn, slug: string, style: BaselineStyle): P
     `SELECT p.id, p.slug, p.vorname, p.nachname, p.username, p.image, w.id AS wid, w.titel
        FROM person p LEFT JOIN werk w ON w.person_id = p.id
       WHERE p.slug = $1 ORDER BY w.titel, w.id`,
-    [slug], 'baseline-person',
+    [slug],
+    'baseline-person',
   );
   const first = rows[0];
   if (!first) return null;
@@ -60,7 +78,11 @@ async function findPerson(query: QueryFn, slug: string, style: BaselineStyle): P
   return [row, rows.flatMap((r) => (r.wid === null ? [] : [{ id: r.wid, titel: r.titel as string }]))];
 }
 
-async function route(query: QueryFn, req: http.IncomingMessage, style: BaselineStyle): Promise<[number, string, string]> {
+async function route(
+  query: QueryFn,
+  req: http.IncomingMessage,
+  style: BaselineStyle,
+): Promise<[number, string, string]> {
   const url = new URL(req.url ?? '/', `http://${req.headers.host}`);
   const origin = url.origin;
   const person = personRoute.exec(url.pathname);
@@ -69,13 +91,25 @@ async function route(query: QueryFn, req: http.IncomingMessage, style: BaselineS
     const found = await findPerson(query, person[1] as string, style);
     if (!found) return [404, 'text/plain', 'not found'];
     const [row, werke] = found;
-    const body = format === 'json' ? personJson(row, werke, origin) : format === 'xml' ? personXml(row, werke, origin) : personHtml(row, werke, origin);
+    const body =
+      format === 'json'
+        ? personJson(row, werke, origin)
+        : format === 'xml'
+          ? personXml(row, werke, origin)
+          : personHtml(row, werke, origin);
     return [200, types[format], body];
   }
-  if (url.pathname === '/personen.json') return [200, types.json, await listJson(query, Number(url.searchParams.get('offset') ?? 0), origin)];
+  if (url.pathname === '/personen.json')
+    return [200, types.json, await listJson(query, Number(url.searchParams.get('offset') ?? 0), origin)];
   if (url.pathname === '/search.json') {
     const condition = url.searchParams.get('query') ?? '';
-    return [200, types.json, await (process.env.BASELINE_SEARCH === 'fts' ? ftsSearchJson(query, condition, origin) : searchJson(query, condition, origin))];
+    return [
+      200,
+      types.json,
+      await (process.env.BASELINE_SEARCH === 'fts'
+        ? ftsSearchJson(query, condition, origin)
+        : searchJson(query, condition, origin)),
+    ];
   }
   return [404, 'text/plain', 'not found'];
 }
@@ -83,9 +117,13 @@ async function route(query: QueryFn, req: http.IncomingMessage, style: BaselineS
 const imageUrl = (p: Person, origin: string) => (p.image.startsWith('/') ? origin + p.image : p.image);
 
 function personJson(p: Person, werke: Werk[], origin: string): string {
-  const werk = werke.map((w) => `    {\n      "titel": ${JSON.stringify(w.titel)},\n      "url": "${origin}/werk/${w.id}"\n    }`);
-  return `{\n  "image": ${JSON.stringify(imageUrl(p, origin))},\n  "vorname": ${JSON.stringify(p.vorname)},\n  "nachname": ${JSON.stringify(p.nachname)},\n` +
-    `  "werk": ${werk.length ? `[\n${werk.join(',\n')}\n  ]` : '[]'}\n}\n`;
+  const werk = werke.map(
+    (w) => `    {\n      "titel": ${JSON.stringify(w.titel)},\n      "url": "${origin}/werk/${w.id}"\n    }`,
+  );
+  return (
+    `{\n  "image": ${JSON.stringify(imageUrl(p, origin))},\n  "vorname": ${JSON.stringify(p.vorname)},\n  "nachname": ${JSON.stringify(p.nachname)},\n` +
+    `  "werk": ${werk.length ? `[\n${werk.join(',\n')}\n  ]` : '[]'}\n}\n`
+  );
 }
 
 const xmlEntities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };
@@ -93,9 +131,12 @@ const xml = (s: string) => s.replace(/[&<>"']/g, (c) => xmlEntities[c] as string
 
 function personXml(p: Person, werke: Werk[], origin: string): string {
   const werk = werke.map((w) => `    <werk ref="${origin}/werk/${w.id}">${xml(w.titel)}</werk>\n`).join('');
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<person>\n  <image ref="${xml(imageUrl(p, origin))}"/>\n` +
+  return (
+    `<?xml version="1.0" encoding="UTF-8"?>\n<person>\n  <image ref="${xml(imageUrl(p, origin))}"/>\n` +
     `  <vorname>${xml(p.vorname)}</vorname>\n  <nachname>${xml(p.nachname)}</nachname>\n  <username>${xml(p.username)}</username>\n` +
-    (werke.length ? `  <werke>\n${werk}  </werke>\n` : '  <werke/>\n') + '</person>\n';
+    (werke.length ? `  <werke>\n${werk}  </werke>\n` : '  <werke/>\n') +
+    '</person>\n'
+  );
 }
 
 const htmlEntities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&#34;', "'": '&#39;' };
@@ -106,15 +147,33 @@ function personHtml(p: Person, werke: Werk[], origin: string): string {
   const self = `${origin}/person/${p.slug}`;
   const items = werke.map((w) => `  <li><a href="werk/${w.id}">${html(w.titel)}</a></li>\n`).join('');
   const ld = JSON.stringify({
-    '@context': 'https://schema.org', '@type': 'Person', '@id': self, url: self,
-    name: `${p.vorname} ${p.nachname}`, givenName: p.vorname, familyName: p.nachname, image: new URL(p.image, `${origin}/`).href,
-    '@reverse': { creator: werke.map((w) => ({ '@type': 'CreativeWork', '@id': `${origin}/werk/${w.id}`, name: w.titel })) },
+    '@context': 'https://schema.org',
+    '@type': 'Person',
+    '@id': self,
+    url: self,
+    name: `${p.vorname} ${p.nachname}`,
+    givenName: p.vorname,
+    familyName: p.nachname,
+    image: new URL(p.image, `${origin}/`).href,
+    '@reverse': {
+      creator: werke.map((w) => ({ '@type': 'CreativeWork', '@id': `${origin}/werk/${w.id}`, name: w.titel })),
+    },
   }).replace(/</g, '\\u003c');
   // The meta description: the name, the number of works and the first three titles, on one line, at most 160 characters.
-  const titles = werke.length === 0 ? '' : `: ${werke.slice(0, 3).map((w) => w.titel).join(' · ')}${werke.length > 3 ? ' · …' : ''}`;
-  const summary = `${p.vorname} ${p.nachname} has ${werke.length === 1 ? '1 work' : `${werke.length} works`} in the portfolio${titles}.`.replace(/\s+/g, ' ').trim();
+  const titles =
+    werke.length === 0
+      ? ''
+      : `: ${werke
+          .slice(0, 3)
+          .map((w) => w.titel)
+          .join(' · ')}${werke.length > 3 ? ' · …' : ''}`;
+  const summary =
+    `${p.vorname} ${p.nachname} has ${werke.length === 1 ? '1 work' : `${werke.length} works`} in the portfolio${titles}.`
+      .replace(/\s+/g, ' ')
+      .trim();
   const description = html(summary.length <= 160 ? summary : `${summary.slice(0, 160)}…`);
-  return `<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n` +
+  return (
+    `<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n` +
     `<title>${name} · Portfolio</title>\n<meta name="description" content="${description}">\n<base href="/">\n<link rel="stylesheet" href="css/site.css">\n` +
     `<link rel="icon" href="favicon.ico" sizes="16x16 32x32">\n<script src="js/site.js" defer></script>\n<link rel="canonical" href="${self}">\n` +
     `<link rel="alternate" type="application/xml" href="${self}.xml">\n<link rel="alternate" type="application/json" href="${self}.json">\n` +
@@ -131,7 +190,8 @@ function personHtml(p: Person, werke: Werk[], origin: string): string {
     `<p class="edit" data-may="person/${p.slug}" hidden><a rel="nofollow" href="person/${p.slug}/bearbeiten">Edit</a> · <a rel="nofollow" href="person/${p.slug}/bild">Change the picture</a> · <a rel="nofollow" href="person/${p.slug}/werke/neu">Add a work</a> · <a rel="nofollow" href="person/${p.slug}/loeschen">Delete</a></p>\n` +
     `<p class="back"><a href="personen">All persons</a></p>\n</article>\n<script type="application/ld+json">${ld}</script>\n</main>\n<footer class="site">\n` +
     `  <p>This page as <a href="${self}.html" type="text/html">HTML</a> · <a href="${self}.xml" type="application/xml">XML</a> · <a href="${self}.json" type="application/json">JSON</a></p>\n` +
-    '</footer>\n</body>\n</html>\n\n';
+    '</footer>\n</body>\n</html>\n\n'
+  );
 }
 
 async function listJson(query: QueryFn, offset: number, origin: string): Promise<string> {
@@ -139,16 +199,32 @@ async function listJson(query: QueryFn, offset: number, origin: string): Promise
     query<{ total: number }>('SELECT count(*)::int AS total FROM person', []),
     query<{ slug: string; vorname: string; nachname: string; werke: number }>(
       `SELECT p.slug, p.vorname, p.nachname, (SELECT count(*)::int FROM werk w WHERE w.person_id = p.id) AS werke
-         FROM person p ORDER BY p.nachname, p.vorname, p.id LIMIT 50 OFFSET $1`, [offset]),
+         FROM person p ORDER BY p.nachname, p.vorname, p.id LIMIT 50 OFFSET $1`,
+      [offset],
+    ),
   ]);
   const total = count?.total ?? 0;
   const page = (at: number) => `${origin}/personen${at === 0 ? '' : `?offset=${at}`}`;
-  return JSON.stringify({
-    total, offset, limit: 50, url: page(offset),
-    previous: offset === 0 ? null : page(Math.max(0, Math.min(offset - 50, Math.floor((total - 1) / 50) * 50))),
-    next: offset + 50 < total ? page(offset + 50) : null,
-    person: rows.map((r) => ({ vorname: r.vorname, nachname: r.nachname, werke: r.werke, url: `${origin}/person/${r.slug}` })),
-  }, null, 2) + '\n';
+  return (
+    JSON.stringify(
+      {
+        total,
+        offset,
+        limit: 50,
+        url: page(offset),
+        previous: offset === 0 ? null : page(Math.max(0, Math.min(offset - 50, Math.floor((total - 1) / 50) * 50))),
+        next: offset + 50 < total ? page(offset + 50) : null,
+        person: rows.map((r) => ({
+          vorname: r.vorname,
+          nachname: r.nachname,
+          werke: r.werke,
+          url: `${origin}/person/${r.slug}`,
+        })),
+      },
+      null,
+      2,
+    ) + '\n'
+  );
 }
 
 /**
@@ -184,8 +260,15 @@ export const ftsSetup = [
 async function ftsSearchJson(query: QueryFn, condition: string, origin: string): Promise<string> {
   const [field = '', match = '', ...rest] = condition.split(',');
   const term = rest.join(',');
-  if (field !== 'any' || match !== 'contains') return JSON.stringify({ error: 'the full-text peer answers any,contains,<words> only' });
-  const [found] = await query<{ total: number; hits: Hit[] | null; rtype: Facet[] | null; decade: Facet[] | null; creator: Facet[] | null }>(
+  if (field !== 'any' || match !== 'contains')
+    return JSON.stringify({ error: 'the full-text peer answers any,contains,<words> only' });
+  const [found] = await query<{
+    total: number;
+    hits: Hit[] | null;
+    rtype: Facet[] | null;
+    decade: Facet[] | null;
+    creator: Facet[] | null;
+  }>(
     `WITH q AS (SELECT plainto_tsquery('bench_de', $1) AS q),
      werke AS (SELECT f.id, f.person_id, f.art, f.jahr, ts_rank_cd(f.fts, q.q) AS rank
                  FROM bench_fts_werk f, q WHERE f.fts @@ q.q LIMIT 1000),
@@ -202,16 +285,42 @@ async function ftsSearchJson(query: QueryFn, condition: string, origin: string):
             (SELECT json_agg(f) FROM (SELECT (jahr / 10 * 10)::text AS value, count(*)::int AS count FROM werke WHERE jahr IS NOT NULL GROUP BY 1 ORDER BY count DESC, 1 LIMIT 20) f) AS decade,
             (SELECT json_agg(f) FROM (SELECT p.vorname || ' ' || p.nachname AS value, count(*)::int AS count FROM werke w JOIN person p ON p.id = w.person_id
                                         GROUP BY p.id ORDER BY count DESC, value LIMIT 20) f) AS creator`,
-    [term], 'fts-search');
-  return JSON.stringify({
-    query: [condition], total: found?.total ?? 0, offset: 0, limit: 10,
-    treffer: (found?.hits ?? []).map((h) => ({ typ: h.typ, titel: h.titel, url: h.typ === 'person' ? `${origin}/person/${h.slug}` : `${origin}/werk/${h.id}`, rank: h.rank })),
-    facets: { rtype: found?.rtype ?? [], decade: found?.decade ?? [], creator: found?.creator ?? [] },
-  }, null, 2) + '\n';
+    [term],
+    'fts-search',
+  );
+  return (
+    JSON.stringify(
+      {
+        query: [condition],
+        total: found?.total ?? 0,
+        offset: 0,
+        limit: 10,
+        treffer: (found?.hits ?? []).map((h) => ({
+          typ: h.typ,
+          titel: h.titel,
+          url: h.typ === 'person' ? `${origin}/person/${h.slug}` : `${origin}/werk/${h.id}`,
+          rank: h.rank,
+        })),
+        facets: { rtype: found?.rtype ?? [], decade: found?.decade ?? [], creator: found?.creator ?? [] },
+      },
+      null,
+      2,
+    ) + '\n'
+  );
 }
 
-interface Hit { typ: string; id: number; rank: number; titel: string; slug: string; person: string | null }
-interface Facet { value: string; count: number }
+interface Hit {
+  typ: string;
+  id: number;
+  rank: number;
+  titel: string;
+  slug: string;
+  person: string | null;
+}
+interface Facet {
+  value: string;
+  count: number;
+}
 
 // The site's former search (substrings of names and titles) for one any|title condition in the
 // default scope, first page: the baseline of the search cases, and what old links found.
@@ -223,31 +332,63 @@ async function searchJson(query: QueryFn, condition: string, origin: string): Pr
   }
   const like = term.replace(/[\\%_]/g, '\\$&');
   const name = `(p.vorname || ' ' || p.nachname)`;
-  const test = (column: string) => (match === 'begins_with' ? `${column} ILIKE $1 || '%'` : `${column} ILIKE '%' || $1 || '%'`);
+  const test = (column: string) =>
+    match === 'begins_with' ? `${column} ILIKE $1 || '%'` : `${column} ILIKE '%' || $1 || '%'`;
   const byCreator = `w.person_id = ANY (ARRAY(SELECT p.id FROM person p WHERE ${test(name)}))`;
-  const rows = await query<{ typ: string; id: number; titel: string; slug: string; person: string | null; total: number }>(
+  const rows = await query<{
+    typ: string;
+    id: number;
+    titel: string;
+    slug: string;
+    person: string | null;
+    total: number;
+  }>(
     `SELECT typ, id, titel, slug, person, count(*) OVER ()::int AS total FROM (
        SELECT 'person' AS typ, 0 AS rank, p.id, ${name} AS titel, p.slug, NULL AS person, p.nachname AS sort1, p.vorname AS sort2
          FROM person p WHERE ${field === 'title' ? 'false' : test(name)}
        UNION ALL
        SELECT 'werk' AS typ, 1 AS rank, w.id, w.titel, p.slug, ${name} AS person, w.titel AS sort1, '' AS sort2
          FROM werk w JOIN person p ON p.id = w.person_id WHERE ${field === 'title' ? test('w.titel') : `(${test('w.titel')} OR ${byCreator})`}
-     ) AS hits ORDER BY rank, sort1, sort2, id LIMIT 10 OFFSET 0`, [like]);
+     ) AS hits ORDER BY rank, sort1, sort2, id LIMIT 10 OFFSET 0`,
+    [like],
+  );
   const total = rows[0]?.total ?? 0;
-  const self = (offset: number) => `${origin}/search?query=${encodeURIComponent(`${field},${match},${term}`).replace(/%2C/g, ',')}` +
+  const self = (offset: number) =>
+    `${origin}/search?query=${encodeURIComponent(`${field},${match},${term}`).replace(/%2C/g, ',')}` +
     `&tab=default_tab&search_scope=default_scope&vid=portfolio${offset ? `&offset=${offset}` : ''}`;
-  return JSON.stringify({
-    query: [`${field},${match},${term}`], tab: 'default_tab', search_scope: 'default_scope', vid: 'portfolio',
-    total, offset: 0, limit: 10, url: self(0), previous: null, next: total > 10 ? self(10) : null,
-    treffer: rows.map((h) => ({
-      typ: h.typ, titel: h.titel, url: h.typ === 'person' ? `${origin}/person/${h.slug}` : `${origin}/werk/${h.id}`,
-      ...(h.typ === 'werk' ? { person: { name: h.person, url: `${origin}/person/${h.slug}` } } : {}),
-    })),
-  }, null, 2) + '\n';
+  return (
+    JSON.stringify(
+      {
+        query: [`${field},${match},${term}`],
+        tab: 'default_tab',
+        search_scope: 'default_scope',
+        vid: 'portfolio',
+        total,
+        offset: 0,
+        limit: 10,
+        url: self(0),
+        previous: null,
+        next: total > 10 ? self(10) : null,
+        treffer: rows.map((h) => ({
+          typ: h.typ,
+          titel: h.titel,
+          url: h.typ === 'person' ? `${origin}/person/${h.slug}` : `${origin}/werk/${h.id}`,
+          ...(h.typ === 'werk' ? { person: { name: h.person, url: `${origin}/person/${h.slug}` } } : {}),
+        })),
+      },
+      null,
+      2,
+    ) + '\n'
+  );
 }
 
 const workers = Number(process.env.BASELINE_WORKERS ?? 1);
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url) && workers > 1 && cluster.isPrimary) {
+if (
+  process.argv[1] &&
+  path.resolve(process.argv[1]) === fileURLToPath(import.meta.url) &&
+  workers > 1 &&
+  cluster.isPrimary
+) {
   cluster.schedulingPolicy = cluster.SCHED_RR;
   for (let i = 0; i < workers; i++) cluster.fork();
   process.on('SIGTERM', () => {
@@ -257,7 +398,8 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
 } else if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const style = process.env.BASELINE_STYLE === 'reference' ? 'reference' : 'strong';
   const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
-  const query: QueryFn = async (sql, params, name) => (await pool.query(name ? { name, text: sql, values: params } : { text: sql, values: params })).rows;
+  const query: QueryFn = async (sql, params, name) =>
+    (await pool.query(name ? { name, text: sql, values: params } : { text: sql, values: params })).rows;
   const server = http.createServer({ keepAliveTimeout: 5_000 }, createBaseline(query, style));
   server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
     console.log(`baseline (${style}): listening on http://127.0.0.1:${(server.address() as AddressInfo).port}/`);

@@ -23,7 +23,12 @@ const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0
 const persons = 10_000;
 const works = 20;
 
-interface Figures { requests: number; seconds: number; latencies: number[]; errors: number }
+interface Figures {
+  requests: number;
+  seconds: number;
+  latencies: number[];
+  errors: number;
+}
 const empty = (): Figures => ({ requests: 0, seconds: 0, latencies: [], errors: 0 });
 
 function row(name: string, f: Figures): string {
@@ -36,7 +41,9 @@ function row(name: string, f: Figures): string {
 async function recreate(): Promise<void> {
   const url = new URL(databaseUrl);
   const name = url.pathname.slice(1);
-  const admin = new pg.Client({ connectionString: Object.assign(new URL(databaseUrl), { pathname: '/postgres' }).href });
+  const admin = new pg.Client({
+    connectionString: Object.assign(new URL(databaseUrl), { pathname: '/postgres' }).href,
+  });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await admin.query(`CREATE DATABASE ${name}`);
@@ -49,7 +56,10 @@ async function pages(): Promise<void> {
   const servers: { name: string; env: Record<string, string> }[] = [
     { name: 'prepared statements on', env: { DATABASE_URL: databaseUrl } },
     { name: 'prepared statements off', env: { DATABASE_URL: databaseUrl, DB_PREPARED_STATEMENTS: 'off' } },
-    { name: 'off, through PgBouncer (transaction mode)', env: { DATABASE_URL: viaBouncer, DB_PREPARED_STATEMENTS: 'off' } },
+    {
+      name: 'off, through PgBouncer (transaction mode)',
+      env: { DATABASE_URL: viaBouncer, DB_PREPARED_STATEMENTS: 'off' },
+    },
   ];
   const programs = [];
   for (const server of servers) programs.push(await startProgram({ ...server.env, DEMO_DATA: '0' }));
@@ -60,10 +70,24 @@ async function pages(): Promise<void> {
         const latencies: number[] = [];
         const started = performance.now();
         const result = await autocannon({
-          url: program.origin, connections: 64, duration: sliceSeconds,
-          requests: [{ setupRequest: (req) => ({ ...req, path: randomInt(2) === 0 ? `/person/${1 + randomInt(persons)}.json` : `/werk/${1 + randomInt(persons * works)}.json` }) }],
+          url: program.origin,
+          connections: 64,
+          duration: sliceSeconds,
+          requests: [
+            {
+              setupRequest: (req) => ({
+                ...req,
+                path:
+                  randomInt(2) === 0
+                    ? `/person/${1 + randomInt(persons)}.json`
+                    : `/werk/${1 + randomInt(persons * works)}.json`,
+              }),
+            },
+          ],
           // Every latency, for p99.9 and the maximum.
-          setupClient: (client) => { client.on('response', (_status: number, _bytes: number, time: number) => latencies.push(time)); },
+          setupClient: (client) => {
+            client.on('response', (_status: number, _bytes: number, time: number) => latencies.push(time));
+          },
         } as autocannon.Options);
         const f = figures[i] as Figures;
         f.requests += result.requests.total;
@@ -104,20 +128,22 @@ async function writes(): Promise<void> {
         const started = performance.now();
         const until = started + sliceSeconds * 1000;
         const insert = `INSERT INTO ${c.table} (person_id, titel, jahr) VALUES ($1, $2, 2026)`;
-        await Promise.all(Array.from({ length: connections }, async () => {
-          for (let n = 0; performance.now() < until && n < 1_000_000; n++) {
-            const t = performance.now();
-            try {
-              const values = [1 + randomInt(persons), `Neu ${n}`];
-              if (c.transaction) await db.transaction((tx) => tx.query(insert, values));
-              else await db.query(insert, values);
-              f.latencies.push(performance.now() - t);
-              f.requests++;
-            } catch {
-              f.errors++;
+        await Promise.all(
+          Array.from({ length: connections }, async () => {
+            for (let n = 0; performance.now() < until && n < 1_000_000; n++) {
+              const t = performance.now();
+              try {
+                const values = [1 + randomInt(persons), `Neu ${n}`];
+                if (c.transaction) await db.transaction((tx) => tx.query(insert, values));
+                else await db.query(insert, values);
+                f.latencies.push(performance.now() - t);
+                f.requests++;
+              } catch {
+                f.errors++;
+              }
             }
-          }
-        }));
+          }),
+        );
         f.seconds += (performance.now() - started) / 1000;
       }
     }

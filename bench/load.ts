@@ -50,28 +50,38 @@ const { aggregateResult } = autocannon as unknown as {
 export async function runSlice(options: LoadOptions): Promise<Slice> {
   const { nextPath } = options;
   type Next = ReturnType<NonNullable<LoadOptions['nextRequest']>>;
-  const next: (() => Next) | null = options.nextRequest ?? (nextPath ? () => ({ method: 'GET', path: nextPath() }) : null);
+  const next: (() => Next) | null =
+    options.nextRequest ?? (nextPath ? () => ({ method: 'GET', path: nextPath() }) : null);
   if (!next) throw new Error('runSlice needs nextPath or nextRequest');
-  const { value: raw, peakRssKb } = await withPeakRss(options.pid, async () => await autocannon({
-      url: options.origin,
-      connections: options.connections,
-      duration: options.seconds,
-      skipAggregateResult: true,
-      requests: [{
-        method: 'GET', headers: options.headers,
-        setupRequest: (request: autocannon.Request) => {
-          const { headers, ...rest } = next();
-          return { ...request, ...rest, headers: { ...request.headers, ...headers } } as autocannon.Request;
-        },
-      }],
-  }) as unknown as Slice['raw']);
+  const { value: raw, peakRssKb } = await withPeakRss(
+    options.pid,
+    async () =>
+      (await autocannon({
+        url: options.origin,
+        connections: options.connections,
+        duration: options.seconds,
+        skipAggregateResult: true,
+        requests: [
+          {
+            method: 'GET',
+            headers: options.headers,
+            setupRequest: (request: autocannon.Request) => {
+              const { headers, ...rest } = next();
+              return { ...request, ...rest, headers: { ...request.headers, ...headers } } as autocannon.Request;
+            },
+          },
+        ],
+      })) as unknown as Slice['raw'],
+  );
   return { raw, origin: options.origin, connections: options.connections, peakRssKb };
 }
 
 /** Runs `run` while sampling the largest RSS of a process and its children every 100 ms; the highest in kB. */
 export async function withPeakRss<T>(pid: number, run: () => Promise<T>): Promise<{ value: T; peakRssKb: number }> {
   let peakRssKb = readLargestRssKb(pid);
-  const sampler = setInterval(() => { peakRssKb = Math.max(peakRssKb, readLargestRssKb(pid)); }, 100);
+  const sampler = setInterval(() => {
+    peakRssKb = Math.max(peakRssKb, readLargestRssKb(pid));
+  }, 100);
   try {
     const value = await run();
     return { value, peakRssKb: Math.max(peakRssKb, readLargestRssKb(pid)) };
@@ -87,7 +97,10 @@ export async function withPeakRss<T>(pid: number, run: () => Promise<T>): Promis
 export function combine(slices: readonly Slice[]): LoadResult {
   const first = slices[0];
   if (!first) throw new Error('combine needs at least one slice');
-  const result = aggregateResult(slices.map((s) => s.raw), { url: first.origin, connections: first.connections });
+  const result = aggregateResult(
+    slices.map((s) => s.raw),
+    { url: first.origin, connections: first.connections },
+  );
   const seconds = slices.reduce((sum, s) => sum + s.raw.duration, 0);
   const requests = slices.reduce((sum, s) => sum + s.raw.totalCompletedRequests, 0);
   return {
@@ -99,7 +112,11 @@ export function combine(slices: readonly Slice[]): LoadResult {
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
     peakRssMb: Math.max(...slices.map((s) => s.peakRssKb)) / 1024,
-    statuses: Object.fromEntries(Object.entries((result as unknown as { statusCodeStats: Record<string, { count: number }> }).statusCodeStats ?? {}).map(([code, { count }]) => [code, count])),
+    statuses: Object.fromEntries(
+      Object.entries(
+        (result as unknown as { statusCodeStats: Record<string, { count: number }> }).statusCodeStats ?? {},
+      ).map(([code, { count }]) => [code, count]),
+    ),
   };
 }
 
@@ -116,7 +133,11 @@ export function readRssKb(pid: number): number {
 function readLargestRssKb(pid: number): number {
   let children: number[] = [];
   try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
   } catch {
     // Gone, or a kernel without the file: the process alone.
   }
@@ -132,7 +153,11 @@ export function readMemoryKb(pid: number): { rss: number; anon: number; file: nu
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const field = (pattern: RegExp) => Number(pattern.exec(status)?.[1] ?? 0);
-    return { rss: field(/^VmRSS:\s+(\d+) kB$/m), anon: field(/^RssAnon:\s+(\d+) kB$/m), file: field(/^RssFile:\s+(\d+) kB$/m) };
+    return {
+      rss: field(/^VmRSS:\s+(\d+) kB$/m),
+      anon: field(/^RssAnon:\s+(\d+) kB$/m),
+      file: field(/^RssFile:\s+(\d+) kB$/m),
+    };
   } catch {
     return { rss: 0, anon: 0, file: 0 };
   }

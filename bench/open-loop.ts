@@ -59,7 +59,14 @@ export function runAtRate(options: RateOptions): Promise<RateResult> {
       if (!options.agent) agent.destroy();
       if (total > settled) errorCodes.unanswered = total - settled;
       const errors = Object.values(errorCodes).reduce((sum, count) => sum + count, 0);
-      resolve({ latencies, opening, errors, errorCodes, non2xx, achieved: latencies.length / ((performance.now() - started) / 1000) });
+      resolve({
+        latencies,
+        opening,
+        errors,
+        errorCodes,
+        non2xx,
+        achieved: latencies.length / ((performance.now() - started) / 1000),
+      });
     };
     const settle = () => {
       settled++;

@@ -31,7 +31,10 @@ const slices = Number(process.env.BENCH_SLICES ?? 4);
 const sizes = (process.env.BENCH_SIZES ?? '200000,1000000').split(',').map(Number);
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/portfolio_bench';
 const reuse = process.env.BENCH_REUSE === '1';
-const caseFilter = process.env.BENCH_CASES?.split(',').map((n) => n.trim()).filter(Boolean) ?? [];
+const caseFilter =
+  process.env.BENCH_CASES?.split(',')
+    .map((n) => n.trim())
+    .filter(Boolean) ?? [];
 const worksPerPerson = 50;
 const connections = 64;
 
@@ -51,12 +54,25 @@ function defineCases(slugs: readonly string[]): Case[] {
   const nouns = titleNouns.map((n) => n.toLowerCase());
   const stems = titleAdjectives.map((a) => a.replace(/e$/, ''));
   const contains = (r: () => number) => `/search.json?query=${encodeURIComponent(`any,contains,${pick(r, nouns)}`)}`;
-  const beginsWith = (r: () => number) => `/search.json?query=${encodeURIComponent(`title,begins_with,${pick(r, stems)}`)}`;
+  const beginsWith = (r: () => number) =>
+    `/search.json?query=${encodeURIComponent(`title,begins_with,${pick(r, stems)}`)}`;
   // Phrases of the generated titles ("Hafen und Deich", "Hafen von Lübeck"): thousands of them,
   // so few repeat within a run and most miss the kept results, as a catalogue's users' searches do.
-  const places = ['Lübeck', 'Dresden', 'Görlitz', 'Husum', 'Bamberg', 'Weimar', 'Passau', 'Stralsund', 'Tübingen', 'Lüneburg'];
+  const places = [
+    'Lübeck',
+    'Dresden',
+    'Görlitz',
+    'Husum',
+    'Bamberg',
+    'Weimar',
+    'Passau',
+    'Stralsund',
+    'Tübingen',
+    'Lüneburg',
+  ];
   const uncached = (r: () => number) => {
-    const phrase = r() < 0.5 ? `${pick(r, titleNouns)} und ${pick(r, titleNouns)}` : `${pick(r, titleNouns)} von ${pick(r, places)}`;
+    const phrase =
+      r() < 0.5 ? `${pick(r, titleNouns)} und ${pick(r, titleNouns)}` : `${pick(r, titleNouns)} von ${pick(r, places)}`;
     return `/search.json?query=${encodeURIComponent(`any,contains,${phrase}`)}`;
   };
   const cases: Case[] = [
@@ -77,7 +93,8 @@ function defineCases(slugs: readonly string[]): Case[] {
 
 export async function recreateDatabase(url: string): Promise<void> {
   const name = new URL(url).pathname.slice(1);
-  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`BENCH_DATABASE_URL must name a plain database (letters, digits, _), not "${name}".`);
+  if (!/^[a-z_][a-z0-9_]*$/.test(name))
+    throw new Error(`BENCH_DATABASE_URL must name a plain database (letters, digits, _), not "${name}".`);
   const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).href });
   await admin.connect();
   try {
@@ -89,14 +106,23 @@ export async function recreateDatabase(url: string): Promise<void> {
   }
 }
 
-export interface Started { origin: string; child: ChildProcess }
+export interface Started {
+  origin: string;
+  child: ChildProcess;
+}
 
 /** The baseline as plain JavaScript next to the product's bundle: neither runs the tsx loader. */
 export async function buildBaseline(): Promise<string> {
   const outfile = path.join(root, 'dist/bench-baseline.js');
   await build({
-    entryPoints: [path.join(root, 'bench/baseline.ts')], outfile,
-    bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', logLevel: 'warning',
+    entryPoints: [path.join(root, 'bench/baseline.ts')],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    logLevel: 'warning',
   });
   return outfile;
 }
@@ -107,17 +133,25 @@ export async function buildBaseline(): Promise<string> {
  * has read the index (seconds at a million works).
  */
 export function startServer(label: string, args: string[], env: NodeJS.ProcessEnv): Promise<Started> {
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const listeners = Number(env.WEB_CONCURRENCY ?? 1);
   return new Promise((resolve, reject) => {
     let output = '';
-    const timer = setTimeout(() => reject(new Error(`${label} did not say where it listens within 180 s: ${output}`)), 180_000);
+    const timer = setTimeout(
+      () => reject(new Error(`${label} did not say where it listens within 180 s: ${output}`)),
+      180_000,
+    );
     child.once('exit', (code) => reject(new Error(`${label} exited with ${code} before listening: ${output}`)));
     child.stdout?.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       const matches = [...output.matchAll(/listening on (http:\/\/[^/\s]+)\//g)];
       // The product's workers keep no index: its search process says when it has read it.
-      const searching = !/portfolio: primary \d+ runs/.test(output) || /search process \d+ answers searches/.test(output);
+      const searching =
+        !/portfolio: primary \d+ runs/.test(output) || /search process \d+ answers searches/.test(output);
       if (matches.length >= listeners && searching) {
         clearTimeout(timer);
         resolve({ origin: (matches[0] as RegExpMatchArray)[1] as string, child });
@@ -140,19 +174,25 @@ async function checkAnswers(server: Started, cases: readonly Case[]): Promise<vo
     const target = c.path(random);
     const res = await fetch(server.origin + target, { headers: c.headers });
     await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`${server.origin}${target} answered ${res.status}, not 200; the benchmark would measure errors.`);
+    if (res.status !== 200)
+      throw new Error(`${server.origin}${target} answered ${res.status}, not 200; the benchmark would measure errors.`);
   }
 }
 
 /** A database per size (portfolio_bench_200000, …), generated, vacuumed and checkpointed. */
-export interface Dataset { works: number; url: string; slugs: string[] }
+export interface Dataset {
+  works: number;
+  url: string;
+  slugs: string[];
+}
 
 /** The database a run before left, when it holds these many works and every migration. */
 async function reuseDataset(url: string, works: number): Promise<Dataset | null> {
   const db = openPostgres({ connectionString: url, statementTimeoutMs: 60_000 });
   try {
     const [row] = await db.query<{ works: number; migrations: number }>(
-      'SELECT (SELECT count(*) FROM werk)::int AS works, (SELECT count(*) FROM schema_migrations)::int AS migrations');
+      'SELECT (SELECT count(*) FROM werk)::int AS works, (SELECT count(*) FROM schema_migrations)::int AS migrations',
+    );
     const expected = readdirSync(path.join(root, 'sql')).filter((f) => /^\d+_.*\.sql$/.test(f)).length;
     if (row?.works !== works || row.migrations !== expected) return null;
     console.log(`bench: reusing ${new URL(url).pathname.slice(1)} (${works} works)`);
@@ -175,14 +215,27 @@ export async function prepareDataset(works: number, options: { reuse?: boolean }
   const db = openPostgres({ connectionString: url, statementTimeoutMs: 600_000 });
   try {
     await migrate(db, path.join(root, 'sql'));
-    const summary = await generateData(db, { persons: works / worksPerPerson, works: worksPerPerson, seed: 1, replace: true });
-    console.log(`bench: generated ${summary.persons} persons and ${summary.works} works in ${(summary.milliseconds / 1000).toFixed(1)} s`);
+    const summary = await generateData(db, {
+      persons: works / worksPerPerson,
+      works: worksPerPerson,
+      seed: 1,
+      replace: true,
+    });
+    console.log(
+      `bench: generated ${summary.persons} persons and ${summary.works} works in ${(summary.milliseconds / 1000).toFixed(1)} s`,
+    );
     // The rows are all new: VACUUM sets their visibility and hint bits and CHECKPOINT writes the
     // pages out now, so neither autovacuum nor page writes caused by the first reads of each row
     // land in the measured seconds of one server and not the other's.
     const settling = Date.now();
     await db.exec('VACUUM (ANALYZE)');
-    await db.exec('CHECKPOINT').catch((error: Error) => console.log(`bench: no CHECKPOINT (${error.message}); the first runs may share the processor with writing pages out`));
+    await db
+      .exec('CHECKPOINT')
+      .catch((error: Error) =>
+        console.log(
+          `bench: no CHECKPOINT (${error.message}); the first runs may share the processor with writing pages out`,
+        ),
+      );
     console.log(`bench: vacuumed and checkpointed in ${((Date.now() - settling) / 1000).toFixed(1)} s`);
     const slugs = (await db.query<{ slug: string }>('SELECT slug FROM person ORDER BY id')).map((r) => r.slug);
     return { works, url, slugs };
@@ -191,7 +244,12 @@ export async function prepareDataset(works: number, options: { reuse?: boolean }
   }
 }
 
-interface Contender { works: number; role: 'product' | 'baseline' | 'reference'; server: Started; cases: Case[] }
+interface Contender {
+  works: number;
+  role: 'product' | 'baseline' | 'reference';
+  server: Started;
+  cases: Case[];
+}
 
 /**
  * Every size's product and baseline run at once and take turns within each case, so that the
@@ -204,17 +262,47 @@ async function measure(datasets: readonly Dataset[], logDir: string, baselineFil
     for (const { works, url, slugs } of datasets) {
       const cases = defineCases(slugs);
       const product = await startServer(`the product (${works} works)`, startArguments(), {
-        NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', DATABASE_URL: url, DEMO_DATA: '0', LOG_DIR: path.join(logDir, String(works)), WEB_CONCURRENCY: '1',
+        NODE_ENV: 'production',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATABASE_URL: url,
+        DEMO_DATA: '0',
+        LOG_DIR: path.join(logDir, String(works)),
+        WEB_CONCURRENCY: '1',
       });
       contenders.push({ works, role: 'product', server: product, cases });
-      contenders.push({ works, role: 'baseline', server: await startServer(`the baseline (${works} works)`, [baselineFile], { PORT: '0', DATABASE_URL: url, BASELINE_STYLE: 'strong' }), cases });
-      contenders.push({ works, role: 'reference', server: await startServer(`the reference baseline (${works} works)`, [baselineFile], { PORT: '0', DATABASE_URL: url, BASELINE_STYLE: 'reference' }), cases });
+      contenders.push({
+        works,
+        role: 'baseline',
+        server: await startServer(`the baseline (${works} works)`, [baselineFile], {
+          PORT: '0',
+          DATABASE_URL: url,
+          BASELINE_STYLE: 'strong',
+        }),
+        cases,
+      });
+      contenders.push({
+        works,
+        role: 'reference',
+        server: await startServer(`the reference baseline (${works} works)`, [baselineFile], {
+          PORT: '0',
+          DATABASE_URL: url,
+          BASELINE_STYLE: 'reference',
+        }),
+        cases,
+      });
     }
     for (const c of contenders) {
       await checkAnswers(c.server, c.cases);
       // Warm-up: compiled scripts, templates, JIT and the database cache.
       const random = createRandom(5);
-      await runLoad({ origin: c.server.origin, nextPath: () => c.cases[0]!.path(random), connections, seconds: 2, pid: c.server.child.pid ?? 0 });
+      await runLoad({
+        origin: c.server.origin,
+        nextPath: () => c.cases[0]!.path(random),
+        connections,
+        seconds: 2,
+        pid: c.server.child.pid ?? 0,
+      });
     }
     // Each contender's result of each case, its slices added up once.
     const results = new Map<Contender, LoadResult[]>(contenders.map((c) => [c, []]));
@@ -226,7 +314,14 @@ async function measure(datasets: readonly Dataset[], logDir: string, baselineFil
         const random = randoms.get(c)!;
         const which = c.cases[i]!;
         await quiet();
-        return runSlice({ origin: c.server.origin, nextPath: () => which.path(random), headers: which.headers, connections: which.connections, seconds: sliceSeconds, pid: c.server.child.pid ?? 0 });
+        return runSlice({
+          origin: c.server.origin,
+          nextPath: () => which.path(random),
+          headers: which.headers,
+          connections: which.connections,
+          seconds: sliceSeconds,
+          pid: c.server.child.pid ?? 0,
+        });
       };
       // An unmeasured second each: this case's code paths and, for search, its kept documents.
       for (const c of contenders) await slice(c, 1);
@@ -236,7 +331,8 @@ async function measure(datasets: readonly Dataset[], logDir: string, baselineFil
       const order = i % 2 === 0 ? contenders : [...contenders].reverse();
       const slicesOfCase = new Map<Contender, Slice[]>(contenders.map((c) => [c, []]));
       for (let turn = 0; turn < slices; turn++) {
-        for (const c of turn % 2 === 0 ? order : [...order].reverse()) slicesOfCase.get(c)!.push(await slice(c, seconds / slices));
+        for (const c of turn % 2 === 0 ? order : [...order].reverse())
+          slicesOfCase.get(c)!.push(await slice(c, seconds / slices));
       }
       const line = contenders.map((c) => {
         const r = combine(slicesOfCase.get(c)!);
@@ -248,7 +344,11 @@ async function measure(datasets: readonly Dataset[], logDir: string, baselineFil
     return datasets.flatMap(({ works }) => {
       const of = (role: Contender['role']) => contenders.find((c) => c.works === works && c.role === role)!;
       return of('product').cases.map((c, i) => ({
-        works, case: c.name, product: results.get(of('product'))![i]!, baseline: results.get(of('baseline'))![i]!, reference: results.get(of('reference'))![i]!,
+        works,
+        case: c.name,
+        product: results.get(of('product'))![i]!,
+        baseline: results.get(of('baseline'))![i]!,
+        reference: results.get(of('reference'))![i]!,
       }));
     });
   } finally {
@@ -263,17 +363,27 @@ const quietLimitMs = 30_000;
  * stopped may still have statements running and queued: the baseline's search at a million works
  * keeps PostgreSQL busy for seconds after its slice, which would fall on the next server's.
  */
-export async function watchStatements(databases: string[]): Promise<(() => Promise<void>) & { end: () => Promise<void> }> {
-  const admin = new pg.Client({ connectionString: Object.assign(new URL(databaseUrl), { pathname: '/postgres' }).href });
+export async function watchStatements(
+  databases: string[],
+): Promise<(() => Promise<void>) & { end: () => Promise<void> }> {
+  const admin = new pg.Client({
+    connectionString: Object.assign(new URL(databaseUrl), { pathname: '/postgres' }).href,
+  });
   await admin.connect();
   const wait = async () => {
     const started = Date.now();
     for (;;) {
-      const { rows: [row] } = await admin.query<{ running: number }>(
-        `SELECT count(*)::int AS running FROM pg_stat_activity WHERE datname = ANY ($1) AND state = 'active' AND pid <> pg_backend_pid()`, [databases]);
+      const {
+        rows: [row],
+      } = await admin.query<{ running: number }>(
+        `SELECT count(*)::int AS running FROM pg_stat_activity WHERE datname = ANY ($1) AND state = 'active' AND pid <> pg_backend_pid()`,
+        [databases],
+      );
       if ((row?.running ?? 0) === 0) return;
       if (Date.now() - started > quietLimitMs) {
-        console.log(`bench: statements still running after ${quietLimitMs / 1000} s; the next slice shares the machine with them`);
+        console.log(
+          `bench: statements still running after ${quietLimitMs / 1000} s; the next slice shares the machine with them`,
+        );
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -283,9 +393,12 @@ export async function watchStatements(databases: string[]): Promise<(() => Promi
 }
 
 async function main(): Promise<void> {
-  if (!Number.isFinite(seconds) || seconds < 1 || seconds > 120) throw new Error(`BENCH_SECONDS must be 1 to 120, not ${process.env.BENCH_SECONDS}.`);
+  if (!Number.isFinite(seconds) || seconds < 1 || seconds > 120)
+    throw new Error(`BENCH_SECONDS must be 1 to 120, not ${process.env.BENCH_SECONDS}.`);
   if (!Number.isInteger(slices) || slices < 1 || slices > 20 || seconds / slices < 1) {
-    throw new Error(`BENCH_SLICES must be 1 to 20, each slice at least 1 s of BENCH_SECONDS, not ${process.env.BENCH_SLICES}.`);
+    throw new Error(
+      `BENCH_SLICES must be 1 to 20, each slice at least 1 s of BENCH_SECONDS, not ${process.env.BENCH_SLICES}.`,
+    );
   }
   if (sizes.some((n) => !Number.isInteger(n) || n < worksPerPerson || n % worksPerPerson !== 0)) {
     throw new Error(`BENCH_SIZES must be multiples of ${worksPerPerson} works, e.g. 200000,1000000.`);
@@ -305,10 +418,14 @@ async function main(): Promise<void> {
   const table = formatTable(rows);
   const targets = checkTargets(rows, sizes);
   const minutes = ((Date.now() - started) / 60_000).toFixed(1);
-  const setup = `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}, ${connections} connections unless noted, ${seconds} s per server and case in ${slices} turns of ${seconds / slices} s, ` +
+  const setup =
+    `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}, ${connections} connections unless noted, ${seconds} s per server and case in ${slices} turns of ${seconds / slices} s, ` +
     `${worksPerPerson} works per person, load generator on the same machine; whole run ${minutes} min, ${new Date().toISOString().slice(0, 10)}.`;
   console.log(`\n${table}\n\n${targets.join('\n')}\n`);
-  writeFileSync(path.join(root, 'bench/results.md'), `# Benchmark results\n\n${setup}\n\n${table}\n\n## Targets\n\n${targets.map((t) => `- ${t}`).join('\n')}\n`);
+  writeFileSync(
+    path.join(root, 'bench/results.md'),
+    `# Benchmark results\n\n${setup}\n\n${table}\n\n## Targets\n\n${targets.map((t) => `- ${t}`).join('\n')}\n`,
+  );
   console.log(`bench: wrote bench/results.md (${minutes} min)`);
 }
 

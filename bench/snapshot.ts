@@ -18,7 +18,15 @@ const self = fileURLToPath(import.meta.url);
 const sizes = (process.env.BENCH_SIZES ?? '200000,1000000').split(',').map(Number);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 
-interface Figures { ms: number; rssMb: number; baseMb: number; heapMb: number; writeMs?: number; bytes?: number; taken: boolean }
+interface Figures {
+  ms: number;
+  rssMb: number;
+  baseMb: number;
+  heapMb: number;
+  writeMs?: number;
+  bytes?: number;
+  taken: boolean;
+}
 
 /**
  * One start in this process: from the database (the file removed first; the index then writes it,
@@ -38,7 +46,13 @@ async function child(url: string, file: string, mode: 'read' | 'take'): Promise<
   const ms = performance.now() - started;
   global.gc?.();
   const { rss, heapUsed } = process.memoryUsage();
-  const figures: Figures = { ms, rssMb: rss / 2 ** 20, baseMb, heapMb: heapUsed / 2 ** 20, taken: sync.stats.snapshotsTaken === 1 };
+  const figures: Figures = {
+    ms,
+    rssMb: rss / 2 ** 20,
+    baseMb,
+    heapMb: heapUsed / 2 ** 20,
+    taken: sync.stats.snapshotsTaken === 1,
+  };
   const closing = performance.now();
   await sync.close();
   if (mode === 'read') {
@@ -46,12 +60,16 @@ async function child(url: string, file: string, mode: 'read' | 'take'): Promise<
     figures.bytes = statSync(file).size;
   }
   await db.close();
-  if (figures.taken !== (mode === 'take')) throw new Error(`the file was ${figures.taken ? '' : 'not '}taken: ${notes.join('; ')}`);
+  if (figures.taken !== (mode === 'take'))
+    throw new Error(`the file was ${figures.taken ? '' : 'not '}taken: ${notes.join('; ')}`);
   console.log(JSON.stringify(figures));
 }
 
 function run(url: string, file: string, mode: 'read' | 'take'): Figures {
-  const result = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', self, mode, url, file], { encoding: 'utf8', maxBuffer: 1 << 24 });
+  const result = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', self, mode, url, file], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 24,
+  });
   if (result.status !== 0) throw new Error(`${mode}: ${result.stderr}`);
   return JSON.parse(result.stdout.trim().split('\n').at(-1) as string) as Figures;
 }
@@ -66,14 +84,23 @@ async function main(): Promise<void> {
       for (let round = 1; round <= rounds; round++) {
         const read = run(dataset.url, file, 'read');
         const taken = run(dataset.url, file, 'take');
-        rows.push(`| ${works} | ${round} | ${(read.ms / 1000).toFixed(1)} s, ${read.rssMb.toFixed(0)} MB | ${((read.writeMs ?? 0) / 1000).toFixed(1)} s, ${((read.bytes ?? 0) / 2 ** 20).toFixed(0)} MB | ${(taken.ms / 1000).toFixed(1)} s, ${taken.rssMb.toFixed(0)} MB | ${(taken.rssMb - taken.baseMb).toFixed(0)} MB, ${taken.heapMb.toFixed(0)} MB |`);
+        rows.push(
+          `| ${works} | ${round} | ${(read.ms / 1000).toFixed(1)} s, ${read.rssMb.toFixed(0)} MB | ${((read.writeMs ?? 0) / 1000).toFixed(1)} s, ${((read.bytes ?? 0) / 2 ** 20).toFixed(0)} MB | ${(taken.ms / 1000).toFixed(1)} s, ${taken.rssMb.toFixed(0)} MB | ${(taken.rssMb - taken.baseMb).toFixed(0)} MB, ${taken.heapMb.toFixed(0)} MB |`,
+        );
         console.log(rows.at(-1));
       }
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  console.log(['', '| works | round | read from PostgreSQL: time, RSS after | snapshot written: time, size | start from the snapshot: time, RSS after | the index taken: RSS added, heap after |', '|---|---|---|---|---|---|', ...rows].join('\n'));
+  console.log(
+    [
+      '',
+      '| works | round | read from PostgreSQL: time, RSS after | snapshot written: time, size | start from the snapshot: time, RSS after | the index taken: RSS added, heap after |',
+      '|---|---|---|---|---|---|',
+      ...rows,
+    ].join('\n'),
+  );
 }
 
 const [mode, url, file] = process.argv.slice(2);

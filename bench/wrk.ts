@@ -12,7 +12,10 @@ import type { LoadResult } from './load.ts';
  * One run as wrk reports it: errors are connect, read and write errors and time-outs, non2xx
  * the answers of status 400 or more; latencies in ms.
  */
-export type WrkSlice = Pick<LoadResult, 'p50' | 'p99' | 'p99_9' | 'max' | 'errors' | 'non2xx'> & { requests: number; seconds: number };
+export type WrkSlice = Pick<LoadResult, 'p50' | 'p99' | 'p99_9' | 'max' | 'errors' | 'non2xx'> & {
+  requests: number;
+  seconds: number;
+};
 
 const script = `
 local threads = 0
@@ -49,15 +52,37 @@ export function prepareWrk(dir: string, paths: readonly string[]): { script: str
 }
 
 /** One run of wrk with two threads; `seed` makes its choice of paths differ from run to run. */
-export function runWrk(options: { origin: string; files: { script: string; paths: string }; connections: number; seconds: number; seed: number }): Promise<WrkSlice> {
+export function runWrk(options: {
+  origin: string;
+  files: { script: string; paths: string };
+  connections: number;
+  seconds: number;
+  seed: number;
+}): Promise<WrkSlice> {
   const { origin, files, connections, seconds, seed } = options;
   // wrk takes whole seconds.
-  const args = ['-t2', `-c${connections}`, `-d${Math.max(1, Math.round(seconds))}s`, '--timeout', '10s', '-s', files.script, `${origin}/`, '--', String(seed), files.paths];
+  const args = [
+    '-t2',
+    `-c${connections}`,
+    `-d${Math.max(1, Math.round(seconds))}s`,
+    '--timeout',
+    '10s',
+    '-s',
+    files.script,
+    `${origin}/`,
+    '--',
+    String(seed),
+    files.paths,
+  ];
   return new Promise((resolve, reject) => {
     const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
-    child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), (seconds + 30) * 1000);
     child.once('error', reject);
     child.once('exit', (code) => {
@@ -78,13 +103,17 @@ export function combineWrk(slices: readonly (WrkSlice & { peakRssKb: number })[]
   const median = (pick: (s: WrkSlice) => number) => {
     const sorted = slices.map(pick).sort((a, b) => a - b);
     const mid = Math.floor(sorted.length / 2);
-    return sorted.length % 2 ? sorted[mid] as number : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+    return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
   };
   const sum = (pick: (s: WrkSlice) => number) => slices.reduce((total, s) => total + pick(s), 0);
   return {
     requestsPerSecond: sum((s) => s.requests) / sum((s) => s.seconds),
-    p50: Math.round(median((s) => s.p50)), p99: Math.round(median((s) => s.p99)), p99_9: Math.round(median((s) => s.p99_9)),
-    max: Math.round(Math.max(...slices.map((s) => s.max))), errors: sum((s) => s.errors), non2xx: sum((s) => s.non2xx),
+    p50: Math.round(median((s) => s.p50)),
+    p99: Math.round(median((s) => s.p99)),
+    p99_9: Math.round(median((s) => s.p99_9)),
+    max: Math.round(Math.max(...slices.map((s) => s.max))),
+    errors: sum((s) => s.errors),
+    non2xx: sum((s) => s.non2xx),
     peakRssMb: Math.max(...slices.map((s) => s.peakRssKb)) / 1024,
     // wrk counts answers of 400 and more, not each status.
     statuses: {},

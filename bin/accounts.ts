@@ -3,7 +3,17 @@
 // of the machine can read in the process list and which shells keep in their history.
 import { parseArgs } from 'node:util';
 import type { NewAccount, Role } from '../lib/auth/index.ts';
-import { checkNewPassword, createAccount, listAccounts, normalizeUsername, personExists, roles, setPassword, setRole, usernamePattern } from '../lib/auth/index.ts';
+import {
+  checkNewPassword,
+  createAccount,
+  listAccounts,
+  normalizeUsername,
+  personExists,
+  roles,
+  setPassword,
+  setRole,
+  usernamePattern,
+} from '../lib/auth/index.ts';
 import { readConfig } from '../lib/config.ts';
 import type { Db } from '../lib/db/index.ts';
 import { migrate, openDatabase as openConfigured } from '../lib/db/index.ts';
@@ -71,40 +81,62 @@ async function prepareTask(command: string, rest: string[], values: { role?: str
 async function addAccount(db: Db, account: NewAccount): Promise<void> {
   const { username, role, personUsername: person } = account;
   if (person !== null && !(await personExists(db, person))) {
-    throw new Error(`There is no person with the user name "${person}"; the person list (/personen.xml) shows each one's <username>.`);
+    throw new Error(
+      `There is no person with the user name "${person}"; the person list (/personen.xml) shows each one's <username>.`,
+    );
   }
   try {
     const id = await createAccount(db, account);
-    console.log(`Added account ${id}: ${username} (${role})${person ? `, the person ${person}` : ''}; its loan list is /entlehnte/${id}.`);
+    console.log(
+      `Added account ${id}: ${username} (${role})${person ? `, the person ${person}` : ''}; its loan list is /entlehnte/${id}.`,
+    );
   } catch (err) {
     if ((err as { code?: string }).code !== '23505') throw err;
-    const which = /person_username/.test((err as Error).message) ? `The person ${person} has an account already` : `An account named ${username} exists already`;
+    const which = /person_username/.test((err as Error).message)
+      ? `The person ${person} has an account already`
+      : `An account named ${username} exists already`;
     throw new Error(`${which}; see "npm run accounts -- list".`);
   }
 }
 
 async function changePassword(db: Db, username: string, password: string): Promise<void> {
-  if (!(await setPassword(db, username, password))) throw new Error(`There is no account named ${username}; see "npm run accounts -- list".`);
+  if (!(await setPassword(db, username, password)))
+    throw new Error(`There is no account named ${username}; see "npm run accounts -- list".`);
   console.log(`Set a new password for ${username} and ended its sessions.`);
 }
 
 async function changeRole(db: Db, username: string, role: Role): Promise<void> {
-  if (!(await setRole(db, username, role))) throw new Error(`There is no account named ${username}; see "npm run accounts -- list".`);
+  if (!(await setRole(db, username, role)))
+    throw new Error(`There is no account named ${username}; see "npm run accounts -- list".`);
   console.log(`${username} is now a ${role}.`);
 }
 
 async function printAccounts(db: Db): Promise<void> {
-  const rows = (await listAccounts(db)).map((a) => [String(a.id), a.username, a.role, a.personUsername ?? '-', a.createdAt]);
+  const rows = (await listAccounts(db)).map((a) => [
+    String(a.id),
+    a.username,
+    a.role,
+    a.personUsername ?? '-',
+    a.createdAt,
+  ]);
   const table = [['id', 'username', 'role', 'person', 'created (UTC)'], ...rows];
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-  for (const row of table) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
+  for (const row of table)
+    console.log(
+      row
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    );
 }
 
 function requireName(raw: string | undefined): string {
   if (raw === undefined) throw new UsageError('Name the account.');
   const username = normalizeUsername(raw);
   if (!usernamePattern.test(username)) {
-    throw new UsageError(`"${raw}" is not a valid user name: 1 to 64 of a-z, 0-9, ".", "_" and "-", beginning with a letter or digit.`);
+    throw new UsageError(
+      `"${raw}" is not a valid user name: 1 to 64 of a-z, 0-9, ".", "_" and "-", beginning with a letter or digit.`,
+    );
   }
   return username;
 }
@@ -119,10 +151,14 @@ async function readNewPassword(): Promise<string> {
   let password: string;
   if (process.stdin.isTTY) {
     password = await promptHidden('New password: ');
-    if ((await promptHidden('Repeat it: ')) !== password) throw new Error('The two passwords differ; nothing was changed.');
+    if ((await promptHidden('Repeat it: ')) !== password)
+      throw new Error('The two passwords differ; nothing was changed.');
   } else {
     password = (await readStdin()).split(/\r?\n/)[0] ?? '';
-    if (password === '') throw new Error('No password on stdin: pipe it in (printf %s "$PASSWORD" | npm run accounts -- …) or run in a terminal to be asked.');
+    if (password === '')
+      throw new Error(
+        'No password on stdin: pipe it in (printf %s "$PASSWORD" | npm run accounts -- …) or run in a terminal to be asked.',
+      );
   }
   const problem = checkNewPassword(password);
   if (problem) throw new Error(`${problem} Nothing was changed.`);

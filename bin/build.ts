@@ -35,7 +35,9 @@ export async function buildServer(): Promise<{ file: string; bytes: number; scri
   // Each file is written whole under another name and renamed, so a server starting while tests
   // build again never reads half a file. The map goes first, for the bundle that points to it.
   mkdirSync(path.dirname(serverBundle), { recursive: true });
-  const files = [...result.outputFiles].sort((a, b) => Number(b.path.endsWith('.map')) - Number(a.path.endsWith('.map')));
+  const files = [...result.outputFiles].sort(
+    (a, b) => Number(b.path.endsWith('.map')) - Number(a.path.endsWith('.map')),
+  );
   for (const file of files) {
     const temporary = `${file.path}.${process.pid}.tmp`;
     writeFileSync(temporary, file.contents);
@@ -54,7 +56,9 @@ export async function buildServer(): Promise<{ file: string; bytes: number; scri
 async function buildScripts(): Promise<number> {
   const dir = path.join(projectRoot, 'scripts');
   const built: Record<string, BuiltScript> = {};
-  for (const name of readdirSync(dir).filter((f) => f.endsWith('.ts')).sort()) {
+  for (const name of readdirSync(dir)
+    .filter((f) => f.endsWith('.ts'))
+    .sort()) {
     const file = path.join(dir, name);
     const source = readFileSync(file, 'utf8');
     try {
@@ -75,15 +79,23 @@ async function buildScripts(): Promise<number> {
  * that tests and the benchmark start the product exactly as operators do.
  */
 export function startArguments(): string[] {
-  const { scripts } = JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const { scripts } = JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
   const command = /\bnode((?: --[a-z-]+(?:=[\w.-]+)?)*) dist\/server\.js$/.exec(scripts.start ?? '');
-  if (!command) throw new Error(`the start script in package.json must end with "node [flags] dist/server.js", not "${scripts.start}".`);
+  if (!command)
+    throw new Error(
+      `the start script in package.json must end with "node [flags] dist/server.js", not "${scripts.start}".`,
+    );
   return [...(command[1] as string).trim().split(' ').filter(Boolean), serverBundle];
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   buildServer().then(
-    ({ file, bytes, scripts, milliseconds }) => console.log(`build: ${path.relative(projectRoot, file)} (${Math.round(bytes / 1024)} KiB) and ${scripts} scripts in ${Math.round(milliseconds)} ms`),
+    ({ file, bytes, scripts, milliseconds }) =>
+      console.log(
+        `build: ${path.relative(projectRoot, file)} (${Math.round(bytes / 1024)} KiB) and ${scripts} scripts in ${Math.round(milliseconds)} ms`,
+      ),
     (err: unknown) => {
       console.error(`build: ${err instanceof Error ? err.message : String(err)}`);
       process.exit(1);

@@ -26,7 +26,9 @@ function createProgressPrinter(out: NodeJS.WriteStream): (p: Progress) => void {
     if (out.isTTY) {
       const width = 30;
       const filled = Math.round(share * width);
-      out.write(`\r${phase.padEnd(8)} [${'#'.repeat(filled)}${' '.repeat(width - filled)}] ${String(Math.floor(share * 100)).padStart(3)}% ${done}/${total}  `);
+      out.write(
+        `\r${phase.padEnd(8)} [${'#'.repeat(filled)}${' '.repeat(width - filled)}] ${String(Math.floor(share * 100)).padStart(3)}% ${done}/${total}  `,
+      );
       if (done === total) out.write('\n');
       return;
     }
@@ -55,14 +57,24 @@ async function main(): Promise<void> {
   const db = await openDatabase({ ...config, statementTimeoutMs: 600_000 });
   try {
     await migrate(db, config.sqlDir);
-    const summary = await generateData(db, { persons, works, seed, replace: values.replace, onProgress: createProgressPrinter(process.stdout) });
-    console.log(`generate: ${summary.persons} persons, ${summary.works} works in ${(summary.milliseconds / 1000).toFixed(1)} s (${db.kind})`);
+    const summary = await generateData(db, {
+      persons,
+      works,
+      seed,
+      replace: values.replace,
+      onProgress: createProgressPrinter(process.stdout),
+    });
+    console.log(
+      `generate: ${summary.persons} persons, ${summary.works} works in ${(summary.milliseconds / 1000).toFixed(1)} s (${db.kind})`,
+    );
   } finally {
     await db.close();
   }
 }
 
 main().catch((err: unknown) => {
-  console.error(`generate: ${err instanceof DatabaseNotEmptyError || err instanceof Error ? err.message : String(err)}`);
+  console.error(
+    `generate: ${err instanceof DatabaseNotEmptyError || err instanceof Error ? err.message : String(err)}`,
+  );
   process.exit(1);
 });

@@ -7,14 +7,18 @@ import { readConfig } from '../lib/config.ts';
 function main(): number {
   const { pidFile } = readConfig();
   if (!pidFile) {
-    console.error('portfolio reload: there is no pid file (PID_FILE is empty, or LOG_DIR=- without PID_FILE); send SIGUSR2 to the primary yourself.');
+    console.error(
+      'portfolio reload: there is no pid file (PID_FILE is empty, or LOG_DIR=- without PID_FILE); send SIGUSR2 to the primary yourself.',
+    );
     return 2;
   }
   let pid: number;
   try {
     pid = Number(readFileSync(pidFile, 'utf8').trim());
   } catch {
-    console.error(`portfolio reload: ${pidFile} does not exist; is the server running, with this PID_FILE and LOG_DIR?`);
+    console.error(
+      `portfolio reload: ${pidFile} does not exist; is the server running, with this PID_FILE and LOG_DIR?`,
+    );
     return 1;
   }
   if (!Number.isInteger(pid) || pid <= 1) {
@@ -30,13 +34,17 @@ function main(): number {
     command = '';
   }
   if (command !== '' && !/\bserver\.(js|ts)\b/.test(command)) {
-    console.error(`portfolio reload: process ${pid} from ${pidFile} is not the server (${command.slice(0, 100)}); a stale pid file, left alone.`);
+    console.error(
+      `portfolio reload: process ${pid} from ${pidFile} is not the server (${command.slice(0, 100)}); a stale pid file, left alone.`,
+    );
     return 1;
   }
   try {
     process.kill(pid, 'SIGUSR2');
   } catch (err) {
-    console.error(`portfolio reload: process ${pid} from ${pidFile}: ${(err as NodeJS.ErrnoException).code === 'ESRCH' ? 'not running (a stale pid file)' : (err as Error).message}`);
+    console.error(
+      `portfolio reload: process ${pid} from ${pidFile}: ${(err as NodeJS.ErrnoException).code === 'ESRCH' ? 'not running (a stale pid file)' : (err as Error).message}`,
+    );
     return 1;
   }
   console.log(`portfolio reload: asked process ${pid} to replace its workers; the error log says when they serve.`);

@@ -122,14 +122,19 @@ export function readConfig(env: Env = process.env): Config {
   const dbPoolMax = readInteger(env, 'DB_POOL_MAX', 10, 1, 1000);
   const toLogTarget = (name: string) => (env.LOG_DIR === '-' ? '-' : path.join(logDir, name));
   const webConcurrency = readInteger(env, 'WEB_CONCURRENCY', 1, 1, 64);
-  const searchProcess = env.PORTFOLIO_SEARCH_SOCKET ? { socket: env.PORTFOLIO_SEARCH_SOCKET, serves: env.PORTFOLIO_ROLE === 'search' } : null;
+  const searchProcess = env.PORTFOLIO_SEARCH_SOCKET
+    ? { socket: env.PORTFOLIO_SEARCH_SOCKET, serves: env.PORTFOLIO_ROLE === 'search' }
+    : null;
   return {
     port: readInteger(env, 'PORT', 8080, 0, 65535),
     host: env.HOST ?? '127.0.0.1',
     databaseUrl,
     dataDir: path.resolve(projectRoot, env.DATA_DIR ?? 'data'),
     picturesDir: path.resolve(projectRoot, env.PICTURES_DIR ?? path.join(env.DATA_DIR ?? 'data', 'bilder')),
-    searchSnapshot: env.SEARCH_SNAPSHOT === 'off' ? null : path.resolve(projectRoot, env.SEARCH_SNAPSHOT || path.join(env.DATA_DIR ?? 'data', 'search-index.snapshot')),
+    searchSnapshot:
+      env.SEARCH_SNAPSHOT === 'off'
+        ? null
+        : path.resolve(projectRoot, env.SEARCH_SNAPSHOT || path.join(env.DATA_DIR ?? 'data', 'search-index.snapshot')),
     pictureMaxBytes: readInteger(env, 'PICTURE_MAX_BYTES', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     pictureMaxPixels: readInteger(env, 'PICTURE_MAX_PIXELS', 50_000_000, 10_000, 1_000_000_000),
     pictureConcurrency: readPictureConcurrency(env),
@@ -137,12 +142,21 @@ export function readConfig(env: Env = process.env): Config {
     demoData: readBoolean(env, 'DEMO_DATA', databaseUrl === null),
     baseUrl: readBaseUrl(env.BASE_URL),
     allowedHosts: (env.ALLOWED_HOSTS ?? 'localhost,127.0.0.1,[::1]')
-      .split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean),
     trustedProxies: readList(env.TRUSTED_PROXIES ?? ''),
     metricsAllow: readList(env.METRICS_ALLOW ?? 'loopback'),
     logProbes: readBoolean(env, 'LOG_PROBES', false),
     // As Apache's PidFile logs/httpd.pid.
-    pidFile: env.PID_FILE !== undefined ? (env.PID_FILE === '' ? null : path.resolve(projectRoot, env.PID_FILE)) : (env.LOG_DIR === '-' ? null : path.join(logDir, 'portfolio.pid')),
+    pidFile:
+      env.PID_FILE !== undefined
+        ? env.PID_FILE === ''
+          ? null
+          : path.resolve(projectRoot, env.PID_FILE)
+        : env.LOG_DIR === '-'
+          ? null
+          : path.join(logDir, 'portfolio.pid'),
     pidFileRequired: env.PID_FILE !== undefined && env.PID_FILE !== '',
     displayErrors: readBoolean(env, 'DISPLAY_ERRORS', !production),
     production,
@@ -190,7 +204,9 @@ export function readConfig(env: Env = process.env): Config {
 function readSearchConcurrency(env: Env, pool: number, workers: number): number {
   const value = readInteger(env, 'SEARCH_CONCURRENCY', Math.max(1, Math.floor(pool / 3)), 1, 1000);
   if (env.SEARCH_CONCURRENCY && pool > 1 && value >= pool) {
-    throw new Error(`SEARCH_CONCURRENCY=${value} leaves no connection of DB_POOL_MAX=${pool} for the rest: the searches' connections are taken out of the pool. Set it below ${pool}, or raise DB_POOL_MAX.`);
+    throw new Error(
+      `SEARCH_CONCURRENCY=${value} leaves no connection of DB_POOL_MAX=${pool} for the rest: the searches' connections are taken out of the pool. Set it below ${pool}, or raise DB_POOL_MAX.`,
+    );
   }
   return workers > 1 ? Math.max(1, Math.min(pool - 1, value * workers)) : value;
 }
@@ -204,14 +220,19 @@ function readPictureConcurrency(env: Env): number {
   const value = readInteger(env, 'PICTURE_CONCURRENCY', 1, 1, 64);
   const pool = readInteger(env, 'UV_THREADPOOL_SIZE', 4, 1, 1024);
   if (env.PICTURE_CONCURRENCY && value + 2 >= pool) {
-    throw new Error(`PICTURE_CONCURRENCY=${value} leaves no thread of libuv's pool (UV_THREADPOOL_SIZE=${pool}) for files: each conversion holds one, and two password checks two more. Raise UV_THREADPOOL_SIZE to ${value + 3} or more, or lower PICTURE_CONCURRENCY.`);
+    throw new Error(
+      `PICTURE_CONCURRENCY=${value} leaves no thread of libuv's pool (UV_THREADPOOL_SIZE=${pool}) for files: each conversion holds one, and two password checks two more. Raise UV_THREADPOOL_SIZE to ${value + 3} or more, or lower PICTURE_CONCURRENCY.`,
+    );
   }
   return value;
 }
 
 /** Connection URLs separated by commas; a comma inside one (several hosts: postgres://h1,h2/db) stays. */
 function readUrls(raw: string): string[] {
-  return raw.split(/,(?=\s*postgres(?:ql)?:\/\/)/).map((url) => url.trim()).filter(Boolean);
+  return raw
+    .split(/,(?=\s*postgres(?:ql)?:\/\/)/)
+    .map((url) => url.trim())
+    .filter(Boolean);
 }
 
 /** name=value pairs separated by commas or spaces; a name may hold colons (01XYZ_INST:MAIN=druck). */
@@ -219,7 +240,8 @@ function readAliases(raw: string): Record<string, string> {
   const aliases: Record<string, string> = {};
   for (const pair of readList(raw)) {
     const at = pair.lastIndexOf('=');
-    if (at <= 0 || at === pair.length - 1) throw new Error(`SEARCH_VIEW_ALIASES: "${pair}" is not name=value; e.g. 01XYZ_INST:MAIN=portfolio.`);
+    if (at <= 0 || at === pair.length - 1)
+      throw new Error(`SEARCH_VIEW_ALIASES: "${pair}" is not name=value; e.g. 01XYZ_INST:MAIN=portfolio.`);
     aliases[pair.slice(0, at)] = pair.slice(at + 1);
   }
   return aliases;

@@ -2,10 +2,35 @@
 // librarians may read it; everyone else gets 403, and an unknown id is 404 for a librarian only,
 // so nobody else learns which ids exist (docs/interface.md, Who may read a loan list). A
 // librarian POSTs here to lend a work to the user (201 with the loan's Location).
-import type { Document, Failure, FormField, Identity, LendCandidate, LinkFn, Loan, Outcome, ScriptRequest } from '../lib/page/index.ts';
+import type {
+  Document,
+  Failure,
+  FormField,
+  Identity,
+  LendCandidate,
+  LinkFn,
+  Loan,
+  Outcome,
+  ScriptRequest,
+} from '../lib/page/index.ts';
 import {
-  change, findAccount, findOpenLoans, findWorksToLend, HttpError, lend, librariansOnly, loanFields, loanView, mayReadLoans, pageLinks, pagingOf, readId, readLoan, readNonNegativeInteger,
-  rejectInvalid, requireLogin,
+  change,
+  findAccount,
+  findOpenLoans,
+  findWorksToLend,
+  HttpError,
+  lend,
+  librariansOnly,
+  loanFields,
+  loanView,
+  mayReadLoans,
+  pageLinks,
+  pagingOf,
+  readId,
+  readLoan,
+  readNonNegativeInteger,
+  rejectInvalid,
+  requireLogin,
 } from '../lib/page/index.ts';
 
 const pageSize = 50;
@@ -20,7 +45,9 @@ export interface LoanList {
   loans: Loan[];
   /** The lend form and the return buttons, for a librarian with a session; null for everyone else. */
   manage: {
-    csrfToken: string; fields: FormField[]; message: string | null;
+    csrfToken: string;
+    fields: FormField[];
+    message: string | null;
     /** The search step (?suche=…): works by title or creator to lend with one button each. */
     search: { term: string; werke: LendCandidate[] } | null;
   } | null;
@@ -35,21 +62,36 @@ export async function GET(req: ScriptRequest): Promise<Document<LoanList>> {
 /** A librarian lends a work to this user: the work's id or URL and an optional due date. */
 export async function POST(req: ScriptRequest): Promise<Outcome> {
   const uid = readId(req.query, 'uid');
-  return change(req, { back: `/entlehnte/${uid}` }, async ({ requester, body }) => {
-    if (requester.role !== 'librarian') throw librariansOnly('lend works');
-    if (!(await findAccount(req.db, uid))) throw new HttpError(404, `There is no user with the id ${uid}.`);
-    const { input, errors } = readLoan(body, req.link(''));
-    rejectInvalid(errors, 'Nothing was lent');
-    const loan = await lend(req.db, { accountId: uid, ...input });
-    const path = `/entlehnte/${uid}/${input.werkId}`;
-    return {
-      then: `/entlehnte/${uid}`,
-      document: { path, title: `${loan.werk.titel}, lent to ${loan.account.username}`, data: loan, status: 201, location: path, view: loanView },
-    };
-  }, (failure) => loanList(req, { uid, offset: 0, failure }));
+  return change(
+    req,
+    { back: `/entlehnte/${uid}` },
+    async ({ requester, body }) => {
+      if (requester.role !== 'librarian') throw librariansOnly('lend works');
+      if (!(await findAccount(req.db, uid))) throw new HttpError(404, `There is no user with the id ${uid}.`);
+      const { input, errors } = readLoan(body, req.link(''));
+      rejectInvalid(errors, 'Nothing was lent');
+      const loan = await lend(req.db, { accountId: uid, ...input });
+      const path = `/entlehnte/${uid}/${input.werkId}`;
+      return {
+        then: `/entlehnte/${uid}`,
+        document: {
+          path,
+          title: `${loan.werk.titel}, lent to ${loan.account.username}`,
+          data: loan,
+          status: 201,
+          location: path,
+          view: loanView,
+        },
+      };
+    },
+    (failure) => loanList(req, { uid, offset: 0, failure }),
+  );
 }
 
-async function loanList(req: ScriptRequest, options: { uid: number; offset: number; failure: Failure | null }): Promise<Document<LoanList>> {
+async function loanList(
+  req: ScriptRequest,
+  options: { uid: number; offset: number; failure: Failure | null },
+): Promise<Document<LoanList>> {
   const { db } = req;
   const { uid, offset, failure } = options;
   const back = `/entlehnte/${uid}`;
@@ -58,7 +100,9 @@ async function loanList(req: ScriptRequest, options: { uid: number; offset: numb
     expired: 'This loan list is protected. Your session has expired; log in again to see it.',
   });
   if (!mayReadLoans(requester, uid)) {
-    throw new HttpError(403, 'This loan list belongs to another user; only its owner and librarians may see it.', { login: back });
+    throw new HttpError(403, 'This loan list belongs to another user; only its owner and librarians may see it.', {
+      login: back,
+    });
   }
   const account = await findAccount(db, uid);
   if (!account) throw new HttpError(404, `There is no user with the id ${uid}.`);
@@ -69,7 +113,10 @@ async function loanList(req: ScriptRequest, options: { uid: number; offset: numb
     title: `Loans of ${account.username}`,
     data: {
       account: { id: account.id, username: account.username, person: account.person },
-      offset, size: pageSize, total, ...pageLinks(offset, pageSize, total),
+      offset,
+      size: pageSize,
+      total,
+      ...pageLinks(offset, pageSize, total),
       loans,
       manage: await lendForm(req, requester, failure),
     },
@@ -88,7 +135,12 @@ async function lendForm(req: ScriptRequest, requester: Identity, failure: Failur
   const state = { values: failure ? Object.fromEntries(failure.fields) : {}, errors: failure?.errors ?? [] };
   const term = (req.query.get('suche') ?? '').trim().slice(0, 200);
   const search = term === '' || failure ? null : { term, werke: await findWorksToLend(req.db, term) };
-  return { csrfToken: await req.session.csrfToken(), fields: loanFields(state), message: failure?.message ?? null, search };
+  return {
+    csrfToken: await req.session.csrfToken(),
+    fields: loanFields(state),
+    message: failure?.message ?? null,
+    search,
+  };
 }
 
 export function listPath(uid: number, offset: number): string {
@@ -106,7 +158,9 @@ export function toJson(list: LoanList, link: LinkFn) {
       name: list.account.username,
       person: list.account.person && link(`/person/${list.account.person.slug}`),
     },
-    total: list.total, offset: list.offset, limit: list.size,
+    total: list.total,
+    offset: list.offset,
+    limit: list.size,
     previous: pageUrl(list, list.previous, link),
     next: pageUrl(list, list.next, link),
     entlehnt: list.loans.map((loan) => ({
@@ -126,7 +180,9 @@ export function toXml(list: LoanList, link: LinkFn) {
   return {
     entlehnte: {
       '@_ref': pageUrl(list, list.offset, link),
-      '@_total': list.total, '@_offset': list.offset, '@_limit': list.size,
+      '@_total': list.total,
+      '@_offset': list.offset,
+      '@_limit': list.size,
       benutzer: {
         '@_name': list.account.username,
         ...(list.account.person ? { '@_ref': link(`/person/${list.account.person.slug}`) } : {}),
@@ -139,7 +195,10 @@ export function toXml(list: LoanList, link: LinkFn) {
         '@_bis': loan.bis,
         '@_ueberfaellig': String(loan.ueberfaellig),
         titel: loan.werk.titel,
-        person: { '@_ref': link(`/person/${loan.person.slug}`), '#text': `${loan.person.vorname} ${loan.person.nachname}` },
+        person: {
+          '@_ref': link(`/person/${loan.person.slug}`),
+          '#text': `${loan.person.vorname} ${loan.person.nachname}`,
+        },
       })),
     },
   };

@@ -2,7 +2,16 @@
 // the latest loan of that work to that user, returned or not; a librarian DELETEs it to record
 // the return (204). Readable, like the loan list, only by its owner and librarians.
 import type { Document, Loan, Outcome, ScriptRequest } from '../lib/page/index.ts';
-import { change, findLoan, giveBack, HttpError, librariansOnly, mayReadLoans, readId, requireLogin } from '../lib/page/index.ts';
+import {
+  change,
+  findLoan,
+  giveBack,
+  HttpError,
+  librariansOnly,
+  mayReadLoans,
+  readId,
+  requireLogin,
+} from '../lib/page/index.ts';
 
 export { loanJson as toJson, loanXml as toXml } from '../lib/page/index.ts';
 
@@ -15,7 +24,9 @@ export async function GET(req: ScriptRequest): Promise<Document<Loan>> {
     expired: 'This loan is protected. Your session has expired; log in again to see it.',
   });
   if (!mayReadLoans(requester, uid)) {
-    throw new HttpError(403, 'This loan belongs to another user; only its borrower and librarians may see it.', { login: back });
+    throw new HttpError(403, 'This loan belongs to another user; only its borrower and librarians may see it.', {
+      login: back,
+    });
   }
   const loan = await findLoan(req.db, uid, wid);
   if (!loan) throw new HttpError(404, `The work ${wid} has never been lent to the user ${uid}.`);

@@ -38,8 +38,15 @@ export async function GET({ query, db }: ScriptRequest): Promise<Document<Feed>>
     p.slug, p.vorname || ' ' || p.nachname AS name`;
   if (!query.has('slug') && !query.has('pid')) {
     // Newest by id, which follows creation: the primary key's index, however many works there are.
-    const entries = await db.query<Entry>(`SELECT ${columns} FROM werk w JOIN person p ON p.id = w.person_id ORDER BY w.id DESC LIMIT $1`, [size]);
-    return { path: '/feed', title: 'Newest works', data: { path: '/feed', page: '/', title: 'Portfolio: newest works', entries } };
+    const entries = await db.query<Entry>(
+      `SELECT ${columns} FROM werk w JOIN person p ON p.id = w.person_id ORDER BY w.id DESC LIMIT $1`,
+      [size],
+    );
+    return {
+      path: '/feed',
+      title: 'Newest works',
+      data: { path: '/feed', page: '/', title: 'Portfolio: newest works', entries },
+    };
   }
   const person = await resolvePerson(db, readPersonKey(query, 'feed.php'), { method: 'GET', rest: '/feed' });
   const entries = await db.query<Entry>(
@@ -48,7 +55,11 @@ export async function GET({ query, db }: ScriptRequest): Promise<Document<Feed>>
   );
   const path = `/person/${person.slug}/feed`;
   const name = `${person.vorname} ${person.nachname}`;
-  return { path, title: `Works of ${name}`, data: { path, page: `/person/${person.slug}`, title: `Portfolio: works of ${name}`, entries } };
+  return {
+    path,
+    title: `Works of ${name}`,
+    data: { path, page: `/person/${person.slug}`, title: `Portfolio: works of ${name}`, entries },
+  };
 }
 
 export function toXml(feed: Feed, link: LinkFn) {
@@ -78,7 +89,10 @@ export function toXml(feed: Feed, link: LinkFn) {
         ],
         author: { name: e.name, uri: link(`/person/${e.slug}`) },
         category: e.art ? { '@_term': e.art } : undefined,
-        summary: [e.jahr === null ? null : String(e.jahr), e.art || null, e.beschreibung || null].filter(Boolean).join(' · ') || undefined,
+        summary:
+          [e.jahr === null ? null : String(e.jahr), e.art || null, e.beschreibung || null]
+            .filter(Boolean)
+            .join(' · ') || undefined,
       })),
     },
   };

@@ -14,9 +14,11 @@ export const cacheable = true;
 export async function GET({ db, remember }: ScriptRequest): Promise<Document<StartPage>> {
   // Counting a million works takes a while; the counts hold until the data changes.
   const [[counts], neueste] = await Promise.all([
-    remember('index:counts', () => db.query<{ personen: number; werke: number }>(
-      'SELECT (SELECT count(*)::int FROM person) AS personen, (SELECT count(*)::int FROM werk) AS werke',
-    )),
+    remember('index:counts', () =>
+      db.query<{ personen: number; werke: number }>(
+        'SELECT (SELECT count(*)::int FROM person) AS personen, (SELECT count(*)::int FROM werk) AS werke',
+      ),
+    ),
     db.query<StartPage['neueste'][number]>(
       `SELECT w.id, w.titel, p.vorname || ' ' || p.nachname AS person, p.slug
          FROM werk w JOIN person p ON p.id = w.person_id
@@ -35,7 +37,11 @@ export function toJson(start: StartPage, link: LinkFn) {
     personen: { anzahl: start.personen, url: link('/personen') },
     werke: { anzahl: start.werke },
     suche: link('/search'),
-    neueste: start.neueste.map((w) => ({ titel: w.titel, url: link(`/werk/${w.id}`), person: { name: w.person, url: link(`/person/${w.slug}`) } })),
+    neueste: start.neueste.map((w) => ({
+      titel: w.titel,
+      url: link(`/werk/${w.id}`),
+      person: { name: w.person, url: link(`/person/${w.slug}`) },
+    })),
   };
 }
 
@@ -47,7 +53,11 @@ export function toXml(start: StartPage, link: LinkFn) {
       werke: { '@_anzahl': start.werke },
       suche: { '@_ref': link('/search') },
       neueste: {
-        werk: start.neueste.map((w) => ({ '@_ref': link(`/werk/${w.id}`), titel: w.titel, person: { '@_ref': link(`/person/${w.slug}`), '#text': w.person } })),
+        werk: start.neueste.map((w) => ({
+          '@_ref': link(`/werk/${w.id}`),
+          titel: w.titel,
+          person: { '@_ref': link(`/person/${w.slug}`), '#text': w.person },
+        })),
       },
     },
   };

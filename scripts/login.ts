@@ -25,10 +25,20 @@ export async function GET(req: ScriptRequest): Promise<Document<LoginPage>> {
   const back = localPath(req.query.get('back'));
   const requester = await req.identify();
   if (requester) {
-    return page({ user: { id: requester.id, username: requester.username, role: requester.role, via: requester.via }, csrfToken: null, back, username: '', message: null });
+    return page({
+      user: { id: requester.id, username: requester.username, role: requester.role, via: requester.via },
+      csrfToken: null,
+      back,
+      username: '',
+      message: null,
+    });
   }
   const expired = await req.session.expired();
-  const message = expired ? 'Your session has expired; please log in again.' : req.query.has('logged_out') ? 'You have logged out.' : null;
+  const message = expired
+    ? 'Your session has expired; please log in again.'
+    : req.query.has('logged_out')
+      ? 'You have logged out.'
+      : null;
   return page({ user: null, csrfToken: await req.session.loginToken(), back, username: '', message });
 }
 
@@ -46,11 +56,21 @@ export async function POST(req: ScriptRequest): Promise<Document<LoginPage>> {
     return page({ user: null, csrfToken: await req.session.loginToken(), back, username, message }, 403);
   }
   if (username.trim() === '' || password === '') {
-    return page({ user: null, csrfToken: await req.session.loginToken(), back, username, message: 'Enter your user name and your password.' }, 422);
+    return page(
+      {
+        user: null,
+        csrfToken: await req.session.loginToken(),
+        back,
+        username,
+        message: 'Enter your user name and your password.',
+      },
+      422,
+    );
   }
   // The same answer, after the same time, for an unknown user and a wrong password.
   const account = await req.authenticate(username, password);
-  if (!account) return page({ user: null, csrfToken: await req.session.loginToken(), back, username, message: failedMessage }, 403);
+  if (!account)
+    return page({ user: null, csrfToken: await req.session.loginToken(), back, username, message: failedMessage }, 403);
 
   await req.session.start(account);
   throw new Redirect(back ?? `/entlehnte/${account.id}`, 303);
@@ -74,14 +94,24 @@ export function localPath(raw: string | null): string | null {
     return null;
   }
   const back = url.pathname + url.search;
-  if (url.origin !== 'http://site.invalid' || url.pathname === '/login' || url.pathname === '/logout' || back.length > maxBackLength) return null;
+  if (
+    url.origin !== 'http://site.invalid' ||
+    url.pathname === '/login' ||
+    url.pathname === '/logout' ||
+    back.length > maxBackLength
+  )
+    return null;
   return back;
 }
 
 /** For API clients: who the credentials identify, with their loan list. */
 export function toJson(data: LoginPage, link: LinkFn) {
   return {
-    angemeldet: data.user && { name: data.user.username, rolle: data.user.role, entlehnte: link(`/entlehnte/${data.user.id}`) },
+    angemeldet: data.user && {
+      name: data.user.username,
+      rolle: data.user.role,
+      entlehnte: link(`/entlehnte/${data.user.id}`),
+    },
     login: link('/login'),
     meldung: data.message,
   };

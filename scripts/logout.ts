@@ -10,7 +10,10 @@ export async function POST(req: ScriptRequest): Promise<Document> {
   const { fields } = await req.body(['form']);
   const requester = await req.identify();
   if (requester?.via === 'session' && !(await req.session.checkCsrf(fields.get('csrf_token')))) {
-    throw new HttpError(403, 'The log-out request did not carry this session\'s token; use the "Log out" button of a page of this site.');
+    throw new HttpError(
+      403,
+      'The log-out request did not carry this session\'s token; use the "Log out" button of a page of this site.',
+    );
   }
   // Without a live session there is nothing to end; the stale cookie is cleared all the same.
   await req.session.end();

@@ -13,11 +13,19 @@ export interface Me {
 export async function GET(req: ScriptRequest): Promise<Document<Me>> {
   const requester = await req.identify();
   const user = requester && {
-    id: requester.id, username: requester.username, role: requester.role, person: requester.person?.slug ?? null,
+    id: requester.id,
+    username: requester.username,
+    role: requester.role,
+    person: requester.person?.slug ?? null,
     // The log-out button's token; Basic credentials have no session to end.
     csrfToken: requester.via === 'session' ? await req.session.csrfToken() : null,
   };
-  return { path: '/me', title: user ? `Logged in as ${user.username}` : 'Not logged in', data: { user }, private: true };
+  return {
+    path: '/me',
+    title: user ? `Logged in as ${user.username}` : 'Not logged in',
+    data: { user },
+    private: true,
+  };
 }
 
 export function toJson({ user }: Me, link: LinkFn) {

@@ -33,7 +33,8 @@ interface Resource {
 
 const problemCodes = ['400', '403', '404', '406', '409', '410', '413', '415', '422', '429', '503'] as const;
 const reasons: Record<string, string> = {
-  '400': 'The request is malformed: a parameter, a header (a Host not served here, an Accept header over its bounds, bad Basic credentials) or the body.',
+  '400':
+    'The request is malformed: a parameter, a header (a Host not served here, an Accept header over its bounds, bad Basic credentials) or the body.',
   '403': 'Not allowed: log in, or this account may not do it; a change from another origin or without the CSRF token.',
   '404': 'There is no such resource.',
   '406': 'None of the representations is acceptable; the document lists those there are.',
@@ -42,8 +43,10 @@ const reasons: Record<string, string> = {
   '413': 'The body is larger than this change takes: 1 MiB, a picture 10 MiB (PICTURE_MAX_BYTES).',
   '415': 'The body is of a type this change does not take.',
   '422': 'The body is well-formed but its fields are invalid; errors names each.',
-  '429': 'Too many failed logins (the form or Basic credentials) for this account from this address; Retry-After says when to try again.',
-  '503': 'The database is unavailable or the server is busy (password checks, picture conversions); Retry-After says when to try again.',
+  '429':
+    'Too many failed logins (the form or Basic credentials) for this account from this address; Retry-After says when to try again.',
+  '503':
+    'The database is unavailable or the server is busy (password checks, picture conversions); Retry-After says when to try again.',
 };
 
 /** Text as lib/page/input.ts checks it: trimmed, at most `max` characters; a required one not empty. */
@@ -53,27 +56,51 @@ function text(max: number, required = false): Json {
 
 // The bodies of the changes in JSON, and the fields of their forms (lib/page/person.ts, werk.ts, loan.ts).
 const personFields = {
-  vorname: text(200, true), nachname: text(200, true),
-  username: { type: 'string', pattern: '^\\s*[A-Za-z0-9][A-Za-z0-9._-]{0,63}\\s*$', description: 'Letters, digits, dots, hyphens, underscores; stored in lower case.' },
+  vorname: text(200, true),
+  nachname: text(200, true),
+  username: {
+    type: 'string',
+    pattern: '^\\s*[A-Za-z0-9][A-Za-z0-9._-]{0,63}\\s*$',
+    description: 'Letters, digits, dots, hyphens, underscores; stored in lower case.',
+  },
   image: { ...text(2000), description: 'An http(s) URL or a path on this site; empty for the placeholder.' },
 };
 const inputs: Record<string, Json> = {
-  PersonInput: { type: 'object', required: ['vorname', 'nachname'], properties: { ...personFields, username: { ...personFields.username, description: 'A PUT without it keeps the current one.' } } },
+  PersonInput: {
+    type: 'object',
+    required: ['vorname', 'nachname'],
+    properties: {
+      ...personFields,
+      username: { ...personFields.username, description: 'A PUT without it keeps the current one.' },
+    },
+  },
   NewPersonInput: { type: 'object', required: ['vorname', 'nachname', 'username'], properties: personFields },
   WerkInput: {
-    type: 'object', required: ['titel'],
+    type: 'object',
+    required: ['titel'],
     properties: {
       titel: text(300, true),
       // A number, or its digits as text: -3000 to 3000.
-      jahr: { type: ['integer', 'string', 'null'], minimum: -3000, maximum: 3000, pattern: '^\\s*(?:-?(?:[0-9]{1,3}|[0-2][0-9]{3}|3000))?\\s*$' },
-      art: text(100), beschreibung: { ...text(10000), description: 'Line breaks are kept.' },
+      jahr: {
+        type: ['integer', 'string', 'null'],
+        minimum: -3000,
+        maximum: 3000,
+        pattern: '^\\s*(?:-?(?:[0-9]{1,3}|[0-2][0-9]{3}|3000))?\\s*$',
+      },
+      art: text(100),
+      beschreibung: { ...text(10000), description: 'Line breaks are kept.' },
     },
   },
   LoanInput: {
-    type: 'object', required: ['url'],
+    type: 'object',
+    required: ['url'],
     properties: {
-      url: { type: 'string', minLength: 1, pattern: '\\S', description: 'The work\'s address on this site, or its id.' },
-      bis: { type: 'string', pattern: '^\\s*(?:[0-9]{4}-[0-9]{2}-[0-9]{2})?\\s*$', description: 'The due date, YYYY-MM-DD; absent or empty: four weeks from today.' },
+      url: { type: 'string', minLength: 1, pattern: '\\S', description: "The work's address on this site, or its id." },
+      bis: {
+        type: 'string',
+        pattern: '^\\s*(?:[0-9]{4}-[0-9]{2}-[0-9]{2})?\\s*$',
+        description: 'The due date, YYYY-MM-DD; absent or empty: four weeks from today.',
+      },
     },
   },
 };
@@ -85,7 +112,8 @@ function param(name: string, where: 'path' | 'query', schema: Json, description:
 // An id is a PostgreSQL integer above 0: anything else is 400 (readId, lib/page/script-request.ts). As
 // digits in a path: 1 to 2147483647, without leading zeros.
 const id = { type: 'integer', minimum: 1, maximum: 2147483647 };
-const idPattern = '[1-9][0-9]{0,8}|1[0-9]{9}|20[0-9]{8}|21[0-3][0-9]{7}|214[0-6][0-9]{6}|2147[0-3][0-9]{5}|21474[0-7][0-9]{4}|214748[0-2][0-9]{3}|2147483[0-5][0-9]{2}|21474836[0-3][0-9]|214748364[0-7]';
+const idPattern =
+  '[1-9][0-9]{0,8}|1[0-9]{9}|20[0-9]{8}|21[0-3][0-9]{7}|214[0-6][0-9]{6}|2147[0-3][0-9]{5}|21474[0-7][0-9]{4}|214748[0-2][0-9]{3}|2147483[0-5][0-9]{2}|21474836[0-3][0-9]|214748364[0-7]';
 // A slug always has a letter, so that /person/42 is the id 42 (docs/interface.md, URLs).
 const slugPattern = '(?=[0-9-]*[a-z])[a-z0-9]+(?:-[a-z0-9]+)*';
 const slug = { type: 'string', pattern: `^${slugPattern}$` };
@@ -93,95 +121,244 @@ const slug = { type: 'string', pattern: `^${slugPattern}$` };
 const count = { type: 'integer', minimum: 0, maximum: 999999999 };
 const oneOf = (words: readonly string[]) => `(?:${words.join('|')})`;
 const params = {
-  person: param('person', 'path', { type: 'string', pattern: `^(?:${idPattern}|${slugPattern})$` }, 'The person\'s id (all digits, at most 2147483647) or slug (made from the name; an old slug answers 301, or 308 to a change).'),
-  pid: param('pid', 'query', id, 'The person\'s id; either pid or slug is required.'),
-  slug: param('slug', 'query', slug, 'The person\'s slug; either pid or slug is required.'),
-  id: param('id', 'path', id, 'The work\'s id.'),
-  uid: param('uid', 'path', id, 'The account\'s id.'),
-  wid: param('wid', 'path', id, 'The work\'s id.'),
+  person: param(
+    'person',
+    'path',
+    { type: 'string', pattern: `^(?:${idPattern}|${slugPattern})$` },
+    "The person's id (all digits, at most 2147483647) or slug (made from the name; an old slug answers 301, or 308 to a change).",
+  ),
+  pid: param('pid', 'query', id, "The person's id; either pid or slug is required."),
+  slug: param('slug', 'query', slug, "The person's slug; either pid or slug is required."),
+  id: param('id', 'path', id, "The work's id."),
+  uid: param('uid', 'path', id, "The account's id."),
+  wid: param('wid', 'path', id, "The work's id."),
   offset: param('offset', 'query', { ...count, default: 0 }, 'The first entry of the page, 0-based.'),
   back: param('back', 'query', { type: 'string' }, 'A path on this site to go to after logging in.'),
   // field,match,term[,operator], the term not empty (lib/search/language.ts).
-  query: param('query', 'query', {
-    type: 'array', maxItems: 5,
-    items: { type: 'string', pattern: `^${oneOf(search.fields)},${oneOf(search.matches)},(?!\\s*(?:,${oneOf(search.operators)})?$).+$` },
-  }, `A condition as Primo writes it, field,match,term[,AND|OR|NOT] (${search.fields.join(', ')}; ${search.matches.join(', ')}); the fourth part joins it with the next condition, AND when absent. The term is at most ${search.maxTermLength} characters; a contains term takes words, "phrases", AND, OR, NOT and the wildcards * and ? inside or at the end of a word, after two letters (at most 12 words and phrases, 4 with wildcards).`, { style: 'form', explode: true }),
+  query: param(
+    'query',
+    'query',
+    {
+      type: 'array',
+      maxItems: 5,
+      items: {
+        type: 'string',
+        pattern: `^${oneOf(search.fields)},${oneOf(search.matches)},(?!\\s*(?:,${oneOf(search.operators)})?$).+$`,
+      },
+    },
+    `A condition as Primo writes it, field,match,term[,AND|OR|NOT] (${search.fields.join(', ')}; ${search.matches.join(', ')}); the fourth part joins it with the next condition, AND when absent. The term is at most ${search.maxTermLength} characters; a contains term takes words, "phrases", AND, OR, NOT and the wildcards * and ? inside or at the end of a word, after two letters (at most 12 words and phrases, 4 with wildcards).`,
+    { style: 'form', explode: true },
+  ),
   // The search form's fields: answered 303 with the search's own address.
-  term: param('term', 'query', { type: 'string', maxLength: search.maxTermLength }, 'The search form\'s term: the answer is 303 to the address with query=field,match,term (nothing to search for: the empty search).'),
-  field: param('field', 'query', { enum: search.fields, default: 'any' }, 'The search form\'s field, with term.'),
-  match: param('match', 'query', { enum: search.matches, default: 'contains' }, 'The search form\'s match type, with term.'),
-  tab: param('tab', 'query', { type: 'string', default: 'default_tab' }, 'Primo\'s tab; kept in the links. Another installation\'s tab is answered with ours.'),
-  scope: param('search_scope', 'query', { type: 'string', default: 'default_scope' }, 'Primo\'s search scope: default_scope, personen, werke; kept in the links. Another installation\'s scope is answered with ours.'),
-  vid: param('vid', 'query', { type: 'string', default: 'portfolio' }, 'The view: the look of the HTML list (portfolio, druck). Another installation\'s view is answered with ours.'),
+  term: param(
+    'term',
+    'query',
+    { type: 'string', maxLength: search.maxTermLength },
+    "The search form's term: the answer is 303 to the address with query=field,match,term (nothing to search for: the empty search).",
+  ),
+  field: param('field', 'query', { enum: search.fields, default: 'any' }, "The search form's field, with term."),
+  match: param(
+    'match',
+    'query',
+    { enum: search.matches, default: 'contains' },
+    "The search form's match type, with term.",
+  ),
+  tab: param(
+    'tab',
+    'query',
+    { type: 'string', default: 'default_tab' },
+    "Primo's tab; kept in the links. Another installation's tab is answered with ours.",
+  ),
+  scope: param(
+    'search_scope',
+    'query',
+    { type: 'string', default: 'default_scope' },
+    "Primo's search scope: default_scope, personen, werke; kept in the links. Another installation's scope is answered with ours.",
+  ),
+  vid: param(
+    'vid',
+    'query',
+    { type: 'string', default: 'portfolio' },
+    "The view: the look of the HTML list (portfolio, druck). Another installation's view is answered with ours.",
+  ),
   sortby: param('sortby', 'query', { type: 'string', enum: search.sorts, default: 'rank' }, 'The order of the hits.'),
-  facet: param('facet', 'query', { type: 'array', items: { type: 'string', pattern: `^(?:${oneOf(search.facetNames.filter((n) => n !== 'decade'))},(?:include|exclude),(?=.*\\S).+|decade,(?:include|exclude),\\s*(?:0|-?[1-9][0-9]{0,3}0)\\s*)$` }, maxItems: 10 },
-    `A facet as Primo writes it, name,include|exclude,value (${search.facetNames.join(', ')}); a decade is its first year (1990); a value of rtype is at most 100 characters, of creator 401. With the terms, a search is at most 1,536 characters as its links write it.`, { style: 'form', explode: true }),
-  lang: param('lang', 'query', { type: 'string' }, 'Primo\'s interface language; kept in the links.'),
-  personen: param('personen', 'query', count, 'A part of the sitemap index, from 1: persons of one range of ids (not with werke; a part there is not is 404).'),
-  werke: param('werke', 'query', count, 'A part of the sitemap index, from 1: works of one range of ids (not with personen; a part there is not is 404).'),
+  facet: param(
+    'facet',
+    'query',
+    {
+      type: 'array',
+      items: {
+        type: 'string',
+        pattern: `^(?:${oneOf(search.facetNames.filter((n) => n !== 'decade'))},(?:include|exclude),(?=.*\\S).+|decade,(?:include|exclude),\\s*(?:0|-?[1-9][0-9]{0,3}0)\\s*)$`,
+      },
+      maxItems: 10,
+    },
+    `A facet as Primo writes it, name,include|exclude,value (${search.facetNames.join(', ')}); a decade is its first year (1990); a value of rtype is at most 100 characters, of creator 401. With the terms, a search is at most 1,536 characters as its links write it.`,
+    { style: 'form', explode: true },
+  ),
+  lang: param('lang', 'query', { type: 'string' }, "Primo's interface language; kept in the links."),
+  personen: param(
+    'personen',
+    'query',
+    count,
+    'A part of the sitemap index, from 1: persons of one range of ids (not with werke; a part there is not is 404).',
+  ),
+  werke: param(
+    'werke',
+    'query',
+    count,
+    'A part of the sitemap index, from 1: works of one range of ids (not with personen; a part there is not is 404).',
+  ),
 };
 
 export function toJson(_data: null, link: LinkFn): Json {
   const schema = (name: string) => ({ $ref: link(`/schema/${name}.json`) });
-  const xml = (name: string) => ({ type: 'string', description: `XML; its XML Schema is ${link(`/schema/${name}.xsd`)}.`, externalDocs: { url: link(`/schema/${name}.xsd`) } });
+  const xml = (name: string) => ({
+    type: 'string',
+    description: `XML; its XML Schema is ${link(`/schema/${name}.xsd`)}.`,
+    externalDocs: { url: link(`/schema/${name}.xsd`) },
+  });
   const html = { type: 'string', description: 'An HTML page.' };
   /** The representations of a document whose schemas are named `name`: HTML, XML (unless json only) and JSON; a form's fields as plain JSON. */
   const documents = (name: string | null, only?: 'json') => ({
     'text/html': { schema: html },
     ...(name && only !== 'json' ? { 'application/xml': { schema: xml(name) } } : {}),
-    'application/json': { schema: name ? schema(name) : { type: 'object', description: 'The form\'s fields and messages.' } },
+    'application/json': {
+      schema: name ? schema(name) : { type: 'object', description: "The form's fields and messages." },
+    },
   });
-  const ok = (description: string, name: string | null, only?: 'json') => ({ description, headers: { Link: { $ref: '#/components/headers/Link' }, ETag: { $ref: '#/components/headers/ETag' } }, content: documents(name, only) });
-  const notModified = { description: 'Not modified: If-None-Match names the current ETag.', headers: { ETag: { $ref: '#/components/headers/ETag' } } };
-  const problems = (...codes: (typeof problemCodes)[number][]) => Object.fromEntries(codes.map((code) => [code, { $ref: `#/components/responses/Problem${code}` }]));
+  const ok = (description: string, name: string | null, only?: 'json') => ({
+    description,
+    headers: { Link: { $ref: '#/components/headers/Link' }, ETag: { $ref: '#/components/headers/ETag' } },
+    content: documents(name, only),
+  });
+  const notModified = {
+    description: 'Not modified: If-None-Match names the current ETag.',
+    headers: { ETag: { $ref: '#/components/headers/ETag' } },
+  };
+  const problems = (...codes: (typeof problemCodes)[number][]) =>
+    Object.fromEntries(codes.map((code) => [code, { $ref: `#/components/responses/Problem${code}` }]));
   const body = (name: string, form: Json) => ({
     required: true,
     content: {
       'application/json': { schema: { $ref: `#/components/schemas/${name}` } },
-      'application/xml': { schema: { type: 'string', description: `The ${name.replace('Input', '').toLowerCase()} in the shape of its XML representation.` } },
+      'application/xml': {
+        schema: {
+          type: 'string',
+          description: `The ${name.replace('Input', '').toLowerCase()} in the shape of its XML representation.`,
+        },
+      },
       'application/x-www-form-urlencoded': { schema: form },
     },
   });
   const changing = { security: [{ basic: [] }, { session: [], csrf: [] }] };
-  const created = (what: string, name: string) => ({ description: `Created: Location names the new ${what}, the body is its representation (a form gets 303 to it).`, headers: { Location: { $ref: '#/components/headers/Location' } }, content: documents(name) });
-  const seeOther = { description: 'A form\'s change is done: see the page Location names.', headers: { Location: { $ref: '#/components/headers/Location' } } };
+  const created = (what: string, name: string) => ({
+    description: `Created: Location names the new ${what}, the body is its representation (a form gets 303 to it).`,
+    headers: { Location: { $ref: '#/components/headers/Location' } },
+    content: documents(name),
+  });
+  const seeOther = {
+    description: "A form's change is done: see the page Location names.",
+    headers: { Location: { $ref: '#/components/headers/Location' } },
+  };
   const noContent = { description: 'Done; nothing to show.' };
-  const movedPermanently = { description: 'An old slug: Location names the current one.', headers: { Location: { $ref: '#/components/headers/Location' } } };
-  const permanentRedirect = { description: 'An old slug: Location names the current one; send the change there.', headers: { Location: { $ref: '#/components/headers/Location' } } };
+  const movedPermanently = {
+    description: 'An old slug: Location names the current one.',
+    headers: { Location: { $ref: '#/components/headers/Location' } },
+  };
+  const permanentRedirect = {
+    description: 'An old slug: Location names the current one; send the change there.',
+    headers: { Location: { $ref: '#/components/headers/Location' } },
+  };
   // Anyone, and whom credentials identify when they are sent.
   const maybe = [{}, { basic: [] }, { session: [] }];
   // The forms' fields are those of the JSON bodies (components.schemas), with the session's token and the method a form cannot send.
   const formOf = (input: string, extra: Json = {}) => {
     const { properties, required } = inputs[input] as { properties: Json; required: string[] };
-    return { type: 'object', required, properties: { ...properties, csrf_token: { type: 'string', description: 'The session\'s CSRF token, unless the header X-CSRF-Token carries it.' }, ...extra } };
+    return {
+      type: 'object',
+      required,
+      properties: {
+        ...properties,
+        csrf_token: {
+          type: 'string',
+          description: "The session's CSRF token, unless the header X-CSRF-Token carries it.",
+        },
+        ...extra,
+      },
+    };
   };
   const method = { _method: { enum: ['PUT', 'DELETE'] } };
   const personForm = formOf('PersonInput', method);
   const werkForm = formOf('WerkInput', method);
   const loanInput = (inputs.LoanInput as { properties: Json }).properties;
-  const loanForm = { ...formOf('LoanInput'), required: ['werk'], properties: { werk: loanInput.url, bis: loanInput.bis, csrf_token: { type: 'string' } } };
+  const loanForm = {
+    ...formOf('LoanInput'),
+    required: ['werk'],
+    properties: { werk: loanInput.url, bis: loanInput.bis, csrf_token: { type: 'string' } },
+  };
   // A form reads who is asking: 403 for anyone who may not use it, with a login link. A person's or
   // a work's form is 404 and 410 as they are, a person's old slug 301.
   const form = (what: string, of: 'person' | 'werk' | null) => ({
     get: {
-      summary: `The form that ${what}.`, security: [{ basic: [] }, { session: [] }],
-      responses: { 200: ok('The form.', null), ...(of === 'person' ? { 301: movedPermanently } : {}), ...problems('403', ...(of ? ['404', '410'] as const : [])) },
+      summary: `The form that ${what}.`,
+      security: [{ basic: [] }, { session: [] }],
+      responses: {
+        200: ok('The form.', null),
+        ...(of === 'person' ? { 301: movedPermanently } : {}),
+        ...problems('403', ...(of ? (['404', '410'] as const) : [])),
+      },
     },
   });
 
   const person: Omit<Resource, 'path' | 'script'> = {
     pathParams: [params.person],
     operations: {
-      get: { summary: 'A person with their works.', responses: { 200: ok('The person.', 'person'), 301: movedPermanently, 304: notModified, ...problems('404', '410') } },
-      put: { summary: 'Changes a person.', ...changing, requestBody: body('PersonInput', personForm), responses: { 200: ok('The person as changed.', 'person'), 303: seeOther, 308: permanentRedirect, ...problems('400', '403', '404', '410', '415', '422') } },
-      delete: { summary: 'Deletes a person and their works.', ...changing, responses: { 204: noContent, 303: seeOther, 308: permanentRedirect, ...problems('403', '404', '409', '410') } },
+      get: {
+        summary: 'A person with their works.',
+        responses: {
+          200: ok('The person.', 'person'),
+          301: movedPermanently,
+          304: notModified,
+          ...problems('404', '410'),
+        },
+      },
+      put: {
+        summary: 'Changes a person.',
+        ...changing,
+        requestBody: body('PersonInput', personForm),
+        responses: {
+          200: ok('The person as changed.', 'person'),
+          303: seeOther,
+          308: permanentRedirect,
+          ...problems('400', '403', '404', '410', '415', '422'),
+        },
+      },
+      delete: {
+        summary: 'Deletes a person and their works.',
+        ...changing,
+        responses: { 204: noContent, 303: seeOther, 308: permanentRedirect, ...problems('403', '404', '409', '410') },
+      },
     },
   };
   const personWorks: Omit<Resource, 'path' | 'script'> = {
     pathParams: [params.person],
     operations: {
-      get: { summary: 'Leads to the person.', responses: { 301: movedPermanently, 303: { description: 'See the person.' }, ...problems('404', '410') } },
-      post: { summary: 'Adds a work to the person.', ...changing, requestBody: body('WerkInput', werkForm), responses: { 201: created('work', 'werk'), 303: seeOther, 308: permanentRedirect, ...problems('400', '403', '404', '410', '415', '422') } },
+      get: {
+        summary: 'Leads to the person.',
+        responses: { 301: movedPermanently, 303: { description: 'See the person.' }, ...problems('404', '410') },
+      },
+      post: {
+        summary: 'Adds a work to the person.',
+        ...changing,
+        requestBody: body('WerkInput', werkForm),
+        responses: {
+          201: created('work', 'werk'),
+          303: seeOther,
+          308: permanentRedirect,
+          ...problems('400', '403', '404', '410', '415', '422'),
+        },
+      },
     },
   };
   /**
@@ -200,69 +377,341 @@ export function toJson(_data: null, link: LinkFn): Json {
     const responses = { ...(op.responses as Json), ...problems(...codes) };
     return Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)));
   };
-  const atom = { description: 'An Atom feed (RFC 4287).', content: { 'application/atom+xml': { schema: { type: 'string' } } } };
+  const atom = {
+    description: 'An Atom feed (RFC 4287).',
+    content: { 'application/atom+xml': { schema: { type: 'string' } } },
+  };
 
   const resources: Resource[] = [
-    { path: '/', script: 'index', operations: { get: { summary: 'The start page: counts, the newest works, where to search.', responses: { 200: ok('The start page.', 'index'), 304: notModified } } } },
+    {
+      path: '/',
+      script: 'index',
+      operations: {
+        get: {
+          summary: 'The start page: counts, the newest works, where to search.',
+          responses: { 200: ok('The start page.', 'index'), 304: notModified },
+        },
+      },
+    },
     { path: '/index', script: 'index', operations: {} },
     {
-      path: '/personen', script: 'personen', query: [params.offset],
+      path: '/personen',
+      script: 'personen',
+      query: [params.offset],
       operations: {
-        get: { summary: 'The persons, 50 a page, by name.', responses: { 200: ok('A page of the person list.', 'personen'), 304: notModified } },
-        post: { summary: 'Creates a person (librarians).', ...changing, requestBody: body('NewPersonInput', formOf('NewPersonInput')), responses: { 201: created('person', 'person'), 303: seeOther, ...problems('400', '403', '415', '422') } },
+        get: {
+          summary: 'The persons, 50 a page, by name.',
+          responses: { 200: ok('A page of the person list.', 'personen'), 304: notModified },
+        },
+        post: {
+          summary: 'Creates a person (librarians).',
+          ...changing,
+          requestBody: body('NewPersonInput', formOf('NewPersonInput')),
+          responses: { 201: created('person', 'person'), 303: seeOther, ...problems('400', '403', '415', '422') },
+        },
       },
     },
     { path: '/person/{person}', script: 'person', ...person },
-    { path: '/werk/{id}', script: 'werk', pathParams: [params.id], operations: {
-      get: { summary: 'A work.', responses: { 200: ok('The work.', 'werk'), 304: notModified, ...problems('404', '410') } },
-      put: { summary: 'Changes a work.', ...changing, requestBody: body('WerkInput', werkForm), responses: { 200: ok('The work as changed.', 'werk'), 303: seeOther, ...problems('400', '403', '404', '410', '415', '422') } },
-      delete: { summary: 'Deletes a work.', ...changing, responses: { 204: noContent, 303: seeOther, ...problems('403', '404', '409', '410') } },
-    } },
-    { path: '/search', script: 'search', query: [params.query, params.tab, params.scope, params.vid, params.sortby, params.facet, params.lang, params.offset, params.term, params.field, params.match], operations: {
-      get: { summary: 'Search, in Primo\'s deep-link format: 10 hits a page, by rank, with facets.', responses: { 200: ok('A page of the search result list.', 'search'), 303: { description: 'The search form\'s term, field and match: Location is the search\'s own address.' }, 304: notModified } },
-    } },
-    { path: '/entlehnte/{uid}', script: 'entlehnte', pathParams: [params.uid], query: [params.offset], operations: {
-      get: { summary: 'The works an account has on loan (the account itself and librarians).', security: [{ basic: [] }, { session: [] }], responses: { 200: ok('A page of the loan list.', 'entlehnte'), ...problems('403', '404', '406') } },
-      post: { summary: 'Lends a work (librarians).', ...changing, requestBody: body('LoanInput', loanForm), responses: { 201: created('loan', 'entlehnung'), 303: seeOther, ...problems('400', '403', '404', '409', '415', '422') } },
-    } },
-    { path: '/entlehnte/{uid}/{wid}', script: 'entlehnung', pathParams: [params.uid, params.wid], operations: {
-      get: { summary: 'One loan (the borrower and librarians).', security: [{ basic: [] }, { session: [] }], responses: { 200: ok('The loan.', 'entlehnung'), ...problems('403', '404', '406') } },
-      delete: { summary: 'Records the return (librarians).', ...changing, responses: { 204: noContent, 303: seeOther, ...problems('403', '404') } },
-    } },
-    { path: '/login', script: 'login', query: [params.back], operations: {
-      get: { summary: 'The login form; for an API client, whom its credentials identify.', security: maybe, responses: { 200: ok('The login form, or in JSON whom the credentials identify.', 'login', 'json') } },
-      post: { summary: 'Logs in with the form\'s token: a session cookie.', requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required: ['username', 'password', 'csrf_token'], properties: { username: { type: 'string' }, password: { type: 'string' }, csrf_token: { type: 'string' }, back: { type: 'string' } } } } } }, responses: { 303: seeOther, ...problems('400', '403', '429', '503') } },
-    } },
-    { path: '/logout', script: 'logout', operations: {
-      post: { summary: 'Ends the session.', security: [{ session: [], csrf: [] }], requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { csrf_token: { type: 'string' } } } } } }, responses: { 303: seeOther, ...problems('403') } },
-    } },
-    { path: '/me', script: 'me', operations: {
-      get: { summary: 'Whom the credentials identify, for the pages\' script; private, never stored. Usually asked for as /me.json.', security: maybe, responses: { 200: { description: 'Who is looking, or angemeldet null.', content: { 'application/json': { schema: schema('me') } } } } },
-    } },
-    { path: '/personen/neu', script: 'person-neu', operations: form('creates a person', null) },
-    { path: '/person/{person}/bearbeiten', script: 'person-bearbeiten', pathParams: [params.person], operations: form('changes or deletes a person', 'person') },
-    { path: '/person/{person}/loeschen', script: 'person-loeschen', pathParams: [params.person], operations: form('confirms deleting a person, with the number of their works', 'person') },
-    { path: '/person/{person}/bild', script: 'person-bild', pathParams: [params.person], operations: {
-      ...form('uploads a picture of a person', 'person'),
-      post: {
-        summary: 'Sets the person\'s picture (the person\'s own account and librarians): a JPEG, PNG or WebP, stored in 160 and 480 pixels square as WebP under a content-hash name; image then names the larger one.',
-        ...changing,
-        requestBody: { required: true, content: {
-          'multipart/form-data': { schema: { type: 'object', required: ['bild'], properties: { bild: { type: 'string', contentMediaType: 'image/*' }, csrf_token: { type: 'string' } } } },
-          ...Object.fromEntries(['image/jpeg', 'image/png', 'image/webp'].map((type) => [type, { schema: { type: 'string', contentMediaType: type } }])),
-        } },
-        responses: { 200: ok('The person with the new picture.', 'person'), 303: seeOther, 308: permanentRedirect, ...problems('400', '403', '404', '410', '413', '415', '422', '503') },
+    {
+      path: '/werk/{id}',
+      script: 'werk',
+      pathParams: [params.id],
+      operations: {
+        get: {
+          summary: 'A work.',
+          responses: { 200: ok('The work.', 'werk'), 304: notModified, ...problems('404', '410') },
+        },
+        put: {
+          summary: 'Changes a work.',
+          ...changing,
+          requestBody: body('WerkInput', werkForm),
+          responses: {
+            200: ok('The work as changed.', 'werk'),
+            303: seeOther,
+            ...problems('400', '403', '404', '410', '415', '422'),
+          },
+        },
+        delete: {
+          summary: 'Deletes a work.',
+          ...changing,
+          responses: { 204: noContent, 303: seeOther, ...problems('403', '404', '409', '410') },
+        },
       },
-    } },
+    },
+    {
+      path: '/search',
+      script: 'search',
+      query: [
+        params.query,
+        params.tab,
+        params.scope,
+        params.vid,
+        params.sortby,
+        params.facet,
+        params.lang,
+        params.offset,
+        params.term,
+        params.field,
+        params.match,
+      ],
+      operations: {
+        get: {
+          summary: "Search, in Primo's deep-link format: 10 hits a page, by rank, with facets.",
+          responses: {
+            200: ok('A page of the search result list.', 'search'),
+            303: { description: "The search form's term, field and match: Location is the search's own address." },
+            304: notModified,
+          },
+        },
+      },
+    },
+    {
+      path: '/entlehnte/{uid}',
+      script: 'entlehnte',
+      pathParams: [params.uid],
+      query: [params.offset],
+      operations: {
+        get: {
+          summary: 'The works an account has on loan (the account itself and librarians).',
+          security: [{ basic: [] }, { session: [] }],
+          responses: { 200: ok('A page of the loan list.', 'entlehnte'), ...problems('403', '404', '406') },
+        },
+        post: {
+          summary: 'Lends a work (librarians).',
+          ...changing,
+          requestBody: body('LoanInput', loanForm),
+          responses: {
+            201: created('loan', 'entlehnung'),
+            303: seeOther,
+            ...problems('400', '403', '404', '409', '415', '422'),
+          },
+        },
+      },
+    },
+    {
+      path: '/entlehnte/{uid}/{wid}',
+      script: 'entlehnung',
+      pathParams: [params.uid, params.wid],
+      operations: {
+        get: {
+          summary: 'One loan (the borrower and librarians).',
+          security: [{ basic: [] }, { session: [] }],
+          responses: { 200: ok('The loan.', 'entlehnung'), ...problems('403', '404', '406') },
+        },
+        delete: {
+          summary: 'Records the return (librarians).',
+          ...changing,
+          responses: { 204: noContent, 303: seeOther, ...problems('403', '404') },
+        },
+      },
+    },
+    {
+      path: '/login',
+      script: 'login',
+      query: [params.back],
+      operations: {
+        get: {
+          summary: 'The login form; for an API client, whom its credentials identify.',
+          security: maybe,
+          responses: { 200: ok('The login form, or in JSON whom the credentials identify.', 'login', 'json') },
+        },
+        post: {
+          summary: "Logs in with the form's token: a session cookie.",
+          requestBody: {
+            required: true,
+            content: {
+              'application/x-www-form-urlencoded': {
+                schema: {
+                  type: 'object',
+                  required: ['username', 'password', 'csrf_token'],
+                  properties: {
+                    username: { type: 'string' },
+                    password: { type: 'string' },
+                    csrf_token: { type: 'string' },
+                    back: { type: 'string' },
+                  },
+                },
+              },
+            },
+          },
+          responses: { 303: seeOther, ...problems('400', '403', '429', '503') },
+        },
+      },
+    },
+    {
+      path: '/logout',
+      script: 'logout',
+      operations: {
+        post: {
+          summary: 'Ends the session.',
+          security: [{ session: [], csrf: [] }],
+          requestBody: {
+            required: true,
+            content: {
+              'application/x-www-form-urlencoded': {
+                schema: { type: 'object', properties: { csrf_token: { type: 'string' } } },
+              },
+            },
+          },
+          responses: { 303: seeOther, ...problems('403') },
+        },
+      },
+    },
+    {
+      path: '/me',
+      script: 'me',
+      operations: {
+        get: {
+          summary:
+            "Whom the credentials identify, for the pages' script; private, never stored. Usually asked for as /me.json.",
+          security: maybe,
+          responses: {
+            200: {
+              description: 'Who is looking, or angemeldet null.',
+              content: { 'application/json': { schema: schema('me') } },
+            },
+          },
+        },
+      },
+    },
+    { path: '/personen/neu', script: 'person-neu', operations: form('creates a person', null) },
+    {
+      path: '/person/{person}/bearbeiten',
+      script: 'person-bearbeiten',
+      pathParams: [params.person],
+      operations: form('changes or deletes a person', 'person'),
+    },
+    {
+      path: '/person/{person}/loeschen',
+      script: 'person-loeschen',
+      pathParams: [params.person],
+      operations: form('confirms deleting a person, with the number of their works', 'person'),
+    },
+    {
+      path: '/person/{person}/bild',
+      script: 'person-bild',
+      pathParams: [params.person],
+      operations: {
+        ...form('uploads a picture of a person', 'person'),
+        post: {
+          summary:
+            "Sets the person's picture (the person's own account and librarians): a JPEG, PNG or WebP, stored in 160 and 480 pixels square as WebP under a content-hash name; image then names the larger one.",
+          ...changing,
+          requestBody: {
+            required: true,
+            content: {
+              'multipart/form-data': {
+                schema: {
+                  type: 'object',
+                  required: ['bild'],
+                  properties: { bild: { type: 'string', contentMediaType: 'image/*' }, csrf_token: { type: 'string' } },
+                },
+              },
+              ...Object.fromEntries(
+                ['image/jpeg', 'image/png', 'image/webp'].map((type) => [
+                  type,
+                  { schema: { type: 'string', contentMediaType: type } },
+                ]),
+              ),
+            },
+          },
+          responses: {
+            200: ok('The person with the new picture.', 'person'),
+            303: seeOther,
+            308: permanentRedirect,
+            ...problems('400', '403', '404', '410', '413', '415', '422', '503'),
+          },
+        },
+      },
+    },
     { path: '/person/{person}/werke', script: 'person-werke', ...personWorks },
-    { path: '/person/{person}/werke/neu', script: 'werk-neu', pathParams: [params.person], operations: form('adds a work to a person', 'person') },
-    { path: '/werk/{id}/bearbeiten', script: 'werk-bearbeiten', pathParams: [params.id], operations: form('changes or deletes a work', 'werk') },
-    { path: '/werk/{id}/loeschen', script: 'werk-loeschen', pathParams: [params.id], operations: form('confirms deleting a work', 'werk') },
-    { path: '/feed', script: 'feed', operations: { get: { summary: 'The 50 newest works.', responses: { 200: atom, 304: notModified } } } },
-    { path: '/person/{person}/feed', script: 'feed', pathParams: [params.person], operations: { get: { summary: 'A person\'s 50 newest works.', responses: { 200: atom, 301: movedPermanently, 304: notModified, ...problems('404', '410') } } } },
-    { path: '/sitemap', script: 'sitemap', query: [params.personen, params.werke], operations: { get: { summary: 'The sitemap (sitemaps.org), or its index of parts beyond 10,000 addresses; usually asked for as /sitemap.xml.', responses: { 200: { description: 'A urlset or a sitemapindex.', headers: { ETag: { $ref: '#/components/headers/ETag' } }, content: { 'application/xml': { schema: { type: 'string' } } } }, 304: notModified, ...problems('400', '404') } } } },
-    { path: '/robots.txt', script: 'robots', operations: { get: { summary: 'robots.txt, naming the sitemap.', responses: { 200: { description: 'The rules for crawlers.', headers: { ETag: { $ref: '#/components/headers/ETag' } }, content: { 'text/plain': { schema: { type: 'string' } } } }, 304: notModified } } } },
-    { path: '/openapi', script: 'openapi', operations: { get: { summary: 'This document; usually asked for as /openapi.json.', responses: { 200: { description: 'OpenAPI 3.1.', content: { 'application/vnd.oai.openapi+json;version=3.1': { schema: { type: 'object' } } } }, 304: notModified } } } },
+    {
+      path: '/person/{person}/werke/neu',
+      script: 'werk-neu',
+      pathParams: [params.person],
+      operations: form('adds a work to a person', 'person'),
+    },
+    {
+      path: '/werk/{id}/bearbeiten',
+      script: 'werk-bearbeiten',
+      pathParams: [params.id],
+      operations: form('changes or deletes a work', 'werk'),
+    },
+    {
+      path: '/werk/{id}/loeschen',
+      script: 'werk-loeschen',
+      pathParams: [params.id],
+      operations: form('confirms deleting a work', 'werk'),
+    },
+    {
+      path: '/feed',
+      script: 'feed',
+      operations: { get: { summary: 'The 50 newest works.', responses: { 200: atom, 304: notModified } } },
+    },
+    {
+      path: '/person/{person}/feed',
+      script: 'feed',
+      pathParams: [params.person],
+      operations: {
+        get: {
+          summary: "A person's 50 newest works.",
+          responses: { 200: atom, 301: movedPermanently, 304: notModified, ...problems('404', '410') },
+        },
+      },
+    },
+    {
+      path: '/sitemap',
+      script: 'sitemap',
+      query: [params.personen, params.werke],
+      operations: {
+        get: {
+          summary:
+            'The sitemap (sitemaps.org), or its index of parts beyond 10,000 addresses; usually asked for as /sitemap.xml.',
+          responses: {
+            200: {
+              description: 'A urlset or a sitemapindex.',
+              headers: { ETag: { $ref: '#/components/headers/ETag' } },
+              content: { 'application/xml': { schema: { type: 'string' } } },
+            },
+            304: notModified,
+            ...problems('400', '404'),
+          },
+        },
+      },
+    },
+    {
+      path: '/robots.txt',
+      script: 'robots',
+      operations: {
+        get: {
+          summary: 'robots.txt, naming the sitemap.',
+          responses: {
+            200: {
+              description: 'The rules for crawlers.',
+              headers: { ETag: { $ref: '#/components/headers/ETag' } },
+              content: { 'text/plain': { schema: { type: 'string' } } },
+            },
+            304: notModified,
+          },
+        },
+      },
+    },
+    {
+      path: '/openapi',
+      script: 'openapi',
+      operations: {
+        get: {
+          summary: 'This document; usually asked for as /openapi.json.',
+          responses: {
+            200: {
+              description: 'OpenAPI 3.1.',
+              content: { 'application/vnd.oai.openapi+json;version=3.1': { schema: { type: 'object' } } },
+            },
+            304: notModified,
+          },
+        },
+      },
+    },
   ];
 
   const paths: Json = {};
@@ -270,19 +719,38 @@ export function toJson(_data: null, link: LinkFn): Json {
   for (const resource of resources) {
     const operations = resource.path === '/index' ? (resources[0] as Resource).operations : resource.operations;
     const { pathParams = [], query = [] } = resource;
-    const suffixNote = resource.script === 'robots' ? '' : ' The suffixes .html, .xml and .json name a representation instead of Accept.';
+    const suffixNote =
+      resource.script === 'robots'
+        ? ''
+        : ' The suffixes .html, .xml and .json name a representation instead of Accept.';
     paths[resource.path] = {
       ...(pathParams.length + query.length > 0 ? { parameters: [...pathParams, ...query] } : {}),
-      ...Object.fromEntries(Object.entries(operations).map(([method, op]) => [method, { ...op, responses: withCommon(op, resource.script), operationId: `${method}${operationName(resource.path)}`, description: `${(op as Json).summary as string}${suffixNote}` }])),
+      ...Object.fromEntries(
+        Object.entries(operations).map(([method, op]) => [
+          method,
+          {
+            ...op,
+            responses: withCommon(op, resource.script),
+            operationId: `${method}${operationName(resource.path)}`,
+            description: `${(op as Json).summary as string}${suffixNote}`,
+          },
+        ]),
+      ),
     };
     // The script's address: the path parameters become query parameters; one entry per script.
     const entry = (scriptPaths[`/${resource.script}.php`] ??= { parameters: new Map<string, Json>(), operations: {} });
     // /person/{person} is person.php?pid=… or ?slug=….
     const asQuery = [...pathParams, ...query].flatMap((p) => (p === params.person ? [params.pid, params.slug] : [p]));
     // A path parameter is required as a query parameter too (werk.php without id is 400); a person needs pid or slug.
-    for (const p of asQuery) (entry.parameters as Map<string, Json>).set(p.name as string, { ...p, in: 'query', required: p.in === 'path' });
+    for (const p of asQuery)
+      (entry.parameters as Map<string, Json>).set(p.name as string, { ...p, in: 'query', required: p.in === 'path' });
     for (const [method, op] of Object.entries(operations)) {
-      (entry.operations as Json)[method] ??= { ...op, responses: withCommon(op, resource.script), operationId: `${method}${operationName(`/${resource.script}.php`)}`, description: `${(op as Json).summary as string} The address the PHP site had; the same script as ${resource.path}.` };
+      (entry.operations as Json)[method] ??= {
+        ...op,
+        responses: withCommon(op, resource.script),
+        operationId: `${method}${operationName(`/${resource.script}.php`)}`,
+        description: `${(op as Json).summary as string} The address the PHP site had; the same script as ${resource.path}.`,
+      };
     }
   }
   for (const [path, entry] of Object.entries(scriptPaths)) {
@@ -295,31 +763,64 @@ export function toJson(_data: null, link: LinkFn): Json {
     info: {
       title: 'Portfolio',
       version: '1',
-      description: 'Persons, their works, loan lists and search result lists as documents, each at one stable URL, in HTML, XML and JSON (Accept, or the suffix .html, .xml, .json). Every resource also answers at the address of the PHP site it replaces (/person.php?pid=1).',
+      description:
+        'Persons, their works, loan lists and search result lists as documents, each at one stable URL, in HTML, XML and JSON (Accept, or the suffix .html, .xml, .json). Every resource also answers at the address of the PHP site it replaces (/person.php?pid=1).',
     },
     servers: [{ url: link('') || '/' }],
     paths,
     components: {
       securitySchemes: {
-        basic: { type: 'http', scheme: 'basic', description: 'An account\'s name and password; creates no session. Changes with it must send JSON or XML.' },
-        session: { type: 'apiKey', in: 'cookie', name: 'portfolio_session', description: 'The session cookie that POST /login sets.' },
-        csrf: { type: 'apiKey', in: 'header', name: 'X-CSRF-Token', description: 'The session\'s CSRF token (the form field csrf_token), required with the session cookie for every change.' },
+        basic: {
+          type: 'http',
+          scheme: 'basic',
+          description: "An account's name and password; creates no session. Changes with it must send JSON or XML.",
+        },
+        session: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: 'portfolio_session',
+          description: 'The session cookie that POST /login sets.',
+        },
+        csrf: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-CSRF-Token',
+          description:
+            "The session's CSRF token (the form field csrf_token), required with the session cookie for every change.",
+        },
       },
       headers: {
-        Link: { description: 'The canonical address, the other representations (rel="alternate"), and for a page of a list the next, previous, first and last pages (RFC 8288), in that order, as many as fit in 2,048 bytes; commas in its URLs are written %2C.', schema: { type: 'string' } },
-        ETag: { description: 'A strong validator of the body; If-None-Match answers 304. Absent on private documents.', schema: { type: 'string' } },
-        Location: { description: 'The address of the new or current resource.', schema: { type: 'string', format: 'uri-reference' } },
+        Link: {
+          description:
+            'The canonical address, the other representations (rel="alternate"), and for a page of a list the next, previous, first and last pages (RFC 8288), in that order, as many as fit in 2,048 bytes; commas in its URLs are written %2C.',
+          schema: { type: 'string' },
+        },
+        ETag: {
+          description: 'A strong validator of the body; If-None-Match answers 304. Absent on private documents.',
+          schema: { type: 'string' },
+        },
+        Location: {
+          description: 'The address of the new or current resource.',
+          schema: { type: 'string', format: 'uri-reference' },
+        },
         RetryAfter: { description: 'Seconds until trying again makes sense.', schema: { type: 'integer', minimum: 0 } },
       },
-      responses: Object.fromEntries(problemCodes.map((code) => [`Problem${code}`, {
-        description: reasons[code],
-        ...(code === '429' || code === '503' ? { headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } } : {}),
-        content: {
-          'application/problem+json': { schema: schema('problem') },
-          'application/problem+xml': { schema: xml('problem') },
-          'text/html': { schema: html },
-        },
-      }])),
+      responses: Object.fromEntries(
+        problemCodes.map((code) => [
+          `Problem${code}`,
+          {
+            description: reasons[code],
+            ...(code === '429' || code === '503'
+              ? { headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } } }
+              : {}),
+            content: {
+              'application/problem+json': { schema: schema('problem') },
+              'application/problem+xml': { schema: xml('problem') },
+              'text/html': { schema: html },
+            },
+          },
+        ]),
+      ),
       schemas: inputs,
     },
   };
@@ -327,6 +828,9 @@ export function toJson(_data: null, link: LinkFn): Json {
 
 /** getPersonPerson for /person/{person}, getPersonPhp for /person.php, getRoot for /. */
 function operationName(path: string): string {
-  const words = path.replace(/\.php$/, '/php').split(/[^A-Za-z0-9]+/).filter(Boolean);
+  const words = path
+    .replace(/\.php$/, '/php')
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean);
   return words.map((w) => w[0]?.toUpperCase() + w.slice(1)).join('') || 'Root';
 }

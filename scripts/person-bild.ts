@@ -3,7 +3,16 @@
 // an API client), stores it in the sizes the pages use, and points the person's image at it.
 import type { Document, FormPage, Outcome, ScriptRequest } from '../lib/page/index.ts';
 import {
-  changeWithUpload, keyPath, mayChangePerson, notYours, personView, readPersonKey, resolvePerson, setPersonImage, showForm, storePicture,
+  changeWithUpload,
+  keyPath,
+  mayChangePerson,
+  notYours,
+  personView,
+  readPersonKey,
+  resolvePerson,
+  setPersonImage,
+  showForm,
+  storePicture,
 } from '../lib/page/index.ts';
 
 interface PicturePage extends FormPage {
@@ -13,14 +22,25 @@ interface PicturePage extends FormPage {
 }
 
 export async function GET(req: ScriptRequest): Promise<Document<PicturePage>> {
-  const person = await resolvePerson(req.db, readPersonKey(req.query, 'person-bild.php'), { method: 'GET', rest: '/bild' });
+  const person = await resolvePerson(req.db, readPersonKey(req.query, 'person-bild.php'), {
+    method: 'GET',
+    rest: '/bild',
+  });
   const path = `/person/${person.slug}`;
   const name = `${person.vorname} ${person.nachname}`;
   const form = await showForm(req, `${path}/bild`, async ({ requester, csrfToken }) => {
     if (!(await mayChangePerson(req.db, requester, person.id))) throw notYours(name);
     return {
-      heading: `Picture of ${name}`, action: `${path.slice(1)}/bild`, method: 'POST', submit: 'Upload', fields: [], csrfToken,
-      message: null, login: null, cancel: { href: path.slice(1), label: 'Back to the person' }, remove: null,
+      heading: `Picture of ${name}`,
+      action: `${path.slice(1)}/bild`,
+      method: 'POST',
+      submit: 'Upload',
+      fields: [],
+      csrfToken,
+      message: null,
+      login: null,
+      cancel: { href: path.slice(1), label: 'Back to the person' },
+      remove: null,
     };
   });
   const data = { ...form.data, image: person.image, maxMegabytes: Math.floor(req.pictures.maxBytes / 1024 / 1024) };
@@ -32,10 +52,14 @@ export async function POST(req: ScriptRequest): Promise<Outcome> {
   return changeWithUpload(req, { back: `${keyPath(key)}/bild` }, async ({ requester, upload }) => {
     const current = await resolvePerson(req.db, key, { method: 'POST', rest: '/bild' });
     // Checked before the picture is processed; setPersonImage checks again on the locked row.
-    if (!(await mayChangePerson(req.db, requester, current.id))) throw notYours(`${current.vorname} ${current.nachname}`);
+    if (!(await mayChangePerson(req.db, requester, current.id)))
+      throw notYours(`${current.vorname} ${current.nachname}`);
     const image = await storePicture(upload, req.pictures);
     const person = await setPersonImage(req.db, { id: current.id, image, requester });
     const path = `/person/${person.slug}`;
-    return { then: path, document: { path, title: `${person.vorname} ${person.nachname}`, data: person, view: personView } };
+    return {
+      then: path,
+      document: { path, title: `${person.vorname} ${person.nachname}`, data: person, view: personView },
+    };
   });
 }

@@ -2,8 +2,19 @@
 // /werk/<id>); GET leads to the person, whose document lists the works.
 import type { Outcome, ScriptRequest } from '../lib/page/index.ts';
 import {
-  change, findPerson, formAgain, formDocument, insertWerk, keyPath, newWerkPage, readPersonKey, readWerk, Redirect, rejectInvalid,
-  resolvePerson, werkView,
+  change,
+  findPerson,
+  formAgain,
+  formDocument,
+  insertWerk,
+  keyPath,
+  newWerkPage,
+  readPersonKey,
+  readWerk,
+  Redirect,
+  rejectInvalid,
+  resolvePerson,
+  werkView,
 } from '../lib/page/index.ts';
 
 // What a POST answers is the new work.
@@ -17,17 +28,29 @@ export async function GET({ query, db }: ScriptRequest): Promise<Outcome> {
 export async function POST(req: ScriptRequest): Promise<Outcome> {
   const key = readPersonKey(req.query, 'person-werke.php');
   const back = `${keyPath(key)}/werke/neu`;
-  return change(req, { back }, async ({ requester, body }) => {
-    const person = await resolvePerson(req.db, key, { method: 'POST', rest: '/werke' });
-    const { input, errors } = readWerk(body);
-    rejectInvalid(errors, 'The work was not added');
-    const werk = await insertWerk(req.db, { personId: person.id, input, requester });
-    // The new resource's path ends in its id.
-    const path = `/werk/${werk.id}`;
-    return { then: path, document: { path, title: werk.titel, data: werk, status: 201, location: path, view: werkView } };
-  }, async (failure) => {
-    const person = await findPerson(req.db, key);
-    const name = person ? `${person.vorname} ${person.nachname}` : 'the person';
-    return formDocument(newWerkPage(keyPath(key), name, formAgain(failure, Object.fromEntries(failure.fields))), back, failure.status);
-  });
+  return change(
+    req,
+    { back },
+    async ({ requester, body }) => {
+      const person = await resolvePerson(req.db, key, { method: 'POST', rest: '/werke' });
+      const { input, errors } = readWerk(body);
+      rejectInvalid(errors, 'The work was not added');
+      const werk = await insertWerk(req.db, { personId: person.id, input, requester });
+      // The new resource's path ends in its id.
+      const path = `/werk/${werk.id}`;
+      return {
+        then: path,
+        document: { path, title: werk.titel, data: werk, status: 201, location: path, view: werkView },
+      };
+    },
+    async (failure) => {
+      const person = await findPerson(req.db, key);
+      const name = person ? `${person.vorname} ${person.nachname}` : 'the person';
+      return formDocument(
+        newWerkPage(keyPath(key), name, formAgain(failure, Object.fromEntries(failure.fields))),
+        back,
+        failure.status,
+      );
+    },
+  );
 }

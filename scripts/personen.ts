@@ -2,8 +2,19 @@
 // neighbouring pages (offset, 0-based). A librarian POSTs here to create a person.
 import type { Document, LinkFn, Outcome, ScriptRequest } from '../lib/page/index.ts';
 import {
-  change, formAgain, formDocument, insertPerson, librariansOnly, newPersonPage, pageLinks, pagingOf, personView, pictureIn, readNonNegativeInteger,
-  readPerson, rejectInvalid,
+  change,
+  formAgain,
+  formDocument,
+  insertPerson,
+  librariansOnly,
+  newPersonPage,
+  pageLinks,
+  pagingOf,
+  personView,
+  pictureIn,
+  readNonNegativeInteger,
+  readPerson,
+  rejectInvalid,
 } from '../lib/page/index.ts';
 
 export interface PersonList {
@@ -36,37 +47,46 @@ export async function GET({ query, db, remember }: ScriptRequest): Promise<Docum
   // what the first does (docs/interface.md, Person list).
   const [[count], starts] = await Promise.all([
     remember('personen:total', () => db.query<{ total: number }>('SELECT count(*)::int AS total FROM person')),
-    remember('personen:starts', () => db.query<PageStart>(
-      `SELECT nachname, vorname, id
+    remember('personen:starts', () =>
+      db.query<PageStart>(
+        `SELECT nachname, vorname, id
          FROM (SELECT nachname, vorname, id, row_number() OVER (ORDER BY nachname, vorname, id) AS n FROM person) AS ranked
         WHERE n % $1 = 1
         ORDER BY n`,
-      [pageSize],
-    )),
+        [pageSize],
+      ),
+    ),
   ]);
   const start = starts[Math.floor(offset / pageSize)];
   // Works are counted for the page's persons only, once the page is taken.
-  const rows = start === undefined ? [] : await db.query<PersonList['personen'][number]>(
-    `SELECT p.slug, p.vorname, p.nachname, p.image,
+  const rows =
+    start === undefined
+      ? []
+      : await db.query<PersonList['personen'][number]>(
+          `SELECT p.slug, p.vorname, p.nachname, p.image,
             (SELECT count(*)::int FROM werk w WHERE w.person_id = p.id) AS werke
        FROM (SELECT id, slug, vorname, nachname, image FROM person
               WHERE (nachname, vorname, id) >= ($1, $2, $3)
               ORDER BY nachname, vorname, id
               LIMIT $4 OFFSET $5) AS p
       ORDER BY p.nachname, p.vorname, p.id`,
-    [start.nachname, start.vorname, start.id, pageSize, offset % pageSize],
-    { name: 'personen-page' },
-  );
+          [start.nachname, start.vorname, start.id, pageSize, offset % pageSize],
+          { name: 'personen-page' },
+        );
   const total = count?.total ?? 0;
 
   return {
     path: pagePath(offset),
     title: offset === 0 ? 'Persons' : `Persons from ${offset + 1}`,
-    description: (offset === 0 && total <= pageSize) || offset >= total
-      ? `The ${total} persons of the portfolio by last name, each with the number of their works.`
-      : `Persons ${offset + 1} to ${Math.min(offset + pageSize, total)} of the ${total} of the portfolio by last name, each with the number of their works.`,
+    description:
+      (offset === 0 && total <= pageSize) || offset >= total
+        ? `The ${total} persons of the portfolio by last name, each with the number of their works.`
+        : `Persons ${offset + 1} to ${Math.min(offset + pageSize, total)} of the ${total} of the portfolio by last name, each with the number of their works.`,
     data: {
-      total, offset, size: pageSize, ...pageLinks(offset, pageSize, total),
+      total,
+      offset,
+      size: pageSize,
+      ...pageLinks(offset, pageSize, total),
       personen: rows.map((p) => ({ ...p, image: pictureIn(p.image, 160) })),
     },
     pages: pagingOf(offset, pageSize, total, pagePath),
@@ -75,17 +95,34 @@ export async function GET({ query, db, remember }: ScriptRequest): Promise<Docum
 
 /** Creates a person: 201 with Location /person/<id> (the new resource's path ends in its id). */
 export async function POST(req: ScriptRequest): Promise<Outcome> {
-  return change(req, { back: '/personen/neu' }, async ({ requester, body }) => {
-    if (requester.role !== 'librarian') throw librariansOnly('create persons');
-    const { input, errors } = readPerson(body, { creating: true, site: req.link('') });
-    rejectInvalid(errors, 'The person was not created');
-    const person = await insertPerson(req.db, { ...input, username: input.username as string });
-    const path = `/person/${person.slug}`;
-    return {
-      then: path,
-      document: { path, title: `${person.vorname} ${person.nachname}`, data: person, status: 201, location: `/person/${person.id}`, view: personView },
-    };
-  }, (failure) => formDocument(newPersonPage(formAgain(failure, Object.fromEntries(failure.fields))), '/personen/neu', failure.status));
+  return change(
+    req,
+    { back: '/personen/neu' },
+    async ({ requester, body }) => {
+      if (requester.role !== 'librarian') throw librariansOnly('create persons');
+      const { input, errors } = readPerson(body, { creating: true, site: req.link('') });
+      rejectInvalid(errors, 'The person was not created');
+      const person = await insertPerson(req.db, { ...input, username: input.username as string });
+      const path = `/person/${person.slug}`;
+      return {
+        then: path,
+        document: {
+          path,
+          title: `${person.vorname} ${person.nachname}`,
+          data: person,
+          status: 201,
+          location: `/person/${person.id}`,
+          view: personView,
+        },
+      };
+    },
+    (failure) =>
+      formDocument(
+        newPersonPage(formAgain(failure, Object.fromEntries(failure.fields))),
+        '/personen/neu',
+        failure.status,
+      ),
+  );
 }
 
 export function pagePath(offset: number): string {
@@ -104,7 +141,12 @@ export function toJson(list: PersonList, link: LinkFn) {
     url: link(pagePath(list.offset)),
     previous: pageLink(list.previous, link),
     next: pageLink(list.next, link),
-    person: list.personen.map((p) => ({ vorname: p.vorname, nachname: p.nachname, werke: p.werke, url: link(`/person/${p.slug}`) })),
+    person: list.personen.map((p) => ({
+      vorname: p.vorname,
+      nachname: p.nachname,
+      werke: p.werke,
+      url: link(`/person/${p.slug}`),
+    })),
   };
 }
 
@@ -120,7 +162,10 @@ export function toXml(list: PersonList, link: LinkFn) {
       ...(previous ? { previous: { '@_ref': previous } } : {}),
       ...(next ? { next: { '@_ref': next } } : {}),
       person: list.personen.map((p) => ({
-        '@_ref': link(`/person/${p.slug}`), '@_werke': p.werke, vorname: p.vorname, nachname: p.nachname,
+        '@_ref': link(`/person/${p.slug}`),
+        '@_werke': p.werke,
+        vorname: p.vorname,
+        nachname: p.nachname,
       })),
     },
   };

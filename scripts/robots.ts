@@ -8,15 +8,29 @@ import { Verbatim } from '../lib/page/index.ts';
 
 const disallowed = [
   // /login, /login.php and /login?back=…; /logout and /logout.php.
-  '/login', '/logout',
+  '/login',
+  '/logout',
   // /me, /me.json, /me.php: whom the credentials identify, for the pages' script.
-  '/me$', '/me.',
+  '/me$',
+  '/me.',
   // The loan lists and loans: /entlehnte/2, /entlehnte/2/14, /entlehnte.php, /entlehnung.php.
-  '/entlehnte/', '/entlehnte.php', '/entlehnung.php',
+  '/entlehnte/',
+  '/entlehnte.php',
+  '/entlehnung.php',
   // The forms and confirmations in the rewritten style ...
-  '/personen/neu', '/*/bearbeiten', '/*/loeschen', '/*/bild', '/*/werke/neu',
+  '/personen/neu',
+  '/*/bearbeiten',
+  '/*/loeschen',
+  '/*/bild',
+  '/*/werke/neu',
   // ... and as the scripts of the PHP site.
-  '/person-neu.php', '/person-bearbeiten.php', '/person-loeschen.php', '/person-bild.php', '/werk-neu.php', '/werk-bearbeiten.php', '/werk-loeschen.php',
+  '/person-neu.php',
+  '/person-bearbeiten.php',
+  '/person-loeschen.php',
+  '/person-bild.php',
+  '/werk-neu.php',
+  '/werk-bearbeiten.php',
+  '/werk-loeschen.php',
 ];
 
 /**
@@ -26,6 +40,12 @@ const disallowed = [
 export const only = { format: 'html', type: 'text/plain; charset=utf-8' } as const;
 
 export async function GET({ link }: ScriptRequest): Promise<Verbatim> {
-  const text = ['User-agent: *', ...disallowed.map((path) => `Disallow: ${path}`), '', `Sitemap: ${link('/sitemap.xml')}`, ''].join('\n');
+  const text = [
+    'User-agent: *',
+    ...disallowed.map((path) => `Disallow: ${path}`),
+    '',
+    `Sitemap: ${link('/sitemap.xml')}`,
+    '',
+  ].join('\n');
   return new Verbatim('text/plain; charset=utf-8', text);
 }

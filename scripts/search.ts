@@ -5,8 +5,21 @@
 // search-list.ts); words, ranking, facets and the cost bound live in lib/search.
 import type { Document, FacetView, Paging, ScriptRequest, SearchResult, SearchSettings } from '../lib/page/index.ts';
 import {
-  buildQuery, checkSearchPath, clip, conditionsFromForm, HttpError, pageLinks, pagingOf, readNonNegativeInteger, readSearchSettings, Redirect, search,
-  searchPath, searchPathFrom, searchPathStart, searchViews,
+  buildQuery,
+  checkSearchPath,
+  clip,
+  conditionsFromForm,
+  HttpError,
+  pageLinks,
+  pagingOf,
+  readNonNegativeInteger,
+  readSearchSettings,
+  Redirect,
+  search,
+  searchPath,
+  searchPathFrom,
+  searchPathStart,
+  searchViews,
 } from '../lib/page/index.ts';
 
 export { searchJson as toJson, searchXml as toXml } from '../lib/page/index.ts';
@@ -14,7 +27,13 @@ export { searchJson as toJson, searchXml as toXml } from '../lib/page/index.ts';
 type Condition = search.Condition;
 type Sort = search.Sort;
 
-const sortLabels: Record<Sort, string> = { rank: 'relevance', title: 'title', author: 'creator', date_d: 'newest', date_a: 'oldest' };
+const sortLabels: Record<Sort, string> = {
+  rank: 'relevance',
+  title: 'title',
+  author: 'creator',
+  date_d: 'newest',
+  date_a: 'oldest',
+};
 const maxQueries = 5;
 const pageSize = 10;
 
@@ -25,23 +44,50 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
   const { query } = req;
   const replaced: SearchResult['replaced'] = [];
   // The search form sends field, match and term; answer with the canonical URL.
-  if (query.has('term')) throw new Redirect(checkSearchPath(searchPath(conditionsFromForm(query), readSearchSettings(req, replaced), 0)), 303);
+  if (query.has('term'))
+    throw new Redirect(
+      checkSearchPath(searchPath(conditionsFromForm(query), readSearchSettings(req, replaced), 0)),
+      303,
+    );
 
   const settings = readSearchSettings(req, replaced);
   const conditions = query.getAll('query').map(search.parseCondition);
-  if (conditions.length > maxQueries) throw new HttpError(400, `Parameter query may be given at most ${maxQueries} times.`);
+  if (conditions.length > maxQueries)
+    throw new HttpError(400, `Parameter query may be given at most ${maxQueries} times.`);
   const lines = search.parseLines(conditions);
   const offset = readNonNegativeInteger(query, 'offset', 0);
   const path = checkSearchPath(searchPath(conditions, settings, offset));
   const view = searchViews[settings.vid] as { title: string; stylesheet: string };
   const result: SearchResult = {
-    conditions, ...settings, replaced, offset, size: pageSize, total: 0, exact: true, previous: null, next: null, hits: [],
-    facets: { rtype: [], creator: [], decade: [] }, applied: [], suggestion: null, marks: [], described: describe(conditions), orders: [], pages: { previous: null, next: null },
+    conditions,
+    ...settings,
+    replaced,
+    offset,
+    size: pageSize,
+    total: 0,
+    exact: true,
+    previous: null,
+    next: null,
+    hits: [],
+    facets: { rtype: [], creator: [], decade: [] },
+    applied: [],
+    suggestion: null,
+    marks: [],
+    described: describe(conditions),
+    orders: [],
+    pages: { previous: null, next: null },
   };
 
   let paging: Paging | null = null;
   if (conditions.length > 0) {
-    const spec: search.SearchSpec = { lines, scope: settings.scope as search.SearchSpec['scope'], facets: settings.filters, sort: settings.sort, offset, size: pageSize };
+    const spec: search.SearchSpec = {
+      lines,
+      scope: settings.scope as search.SearchSpec['scope'],
+      facets: settings.filters,
+      sort: settings.sort,
+      offset,
+      size: pageSize,
+    };
     const key = JSON.stringify([conditions, settings.scope, settings.filters, settings.sort]);
     // A search refused for what it asks (400) is kept as its hits would be: asked again, it costs nothing.
     const kept = await req.remember(`search:${offset}:${key}`, async () => {
@@ -65,18 +111,40 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
       exact: found.exact,
       marks: found.marks,
       hits: found.hits.map((h) => ({
-        typ: h.typ, id: h.id, titel: h.titel, slug: h.slug, person: h.person, rank: h.score, art: h.art, jahr: h.jahr,
+        typ: h.typ,
+        id: h.id,
+        titel: h.titel,
+        slug: h.slug,
+        person: h.person,
+        rank: h.score,
+        art: h.art,
+        jahr: h.jahr,
         excerpt: h.beschreibung ? search.excerpt(h.beschreibung, found.marks, { marked: req.format === 'html' }) : null,
-        marked: req.format === 'html' ? { titel: search.highlight(h.titel, found.marks), person: search.highlight(h.person ?? '', found.marks) } : null,
+        marked:
+          req.format === 'html'
+            ? { titel: search.highlight(h.titel, found.marks), person: search.highlight(h.person ?? '', found.marks) }
+            : null,
       })),
       facets: {
         rtype: found.facets.rtype.map((f) => facetView('rtype', f, settings, links)),
         creator: found.facets.creator.map((f) => facetView('creator', f, settings, links)),
         decade: found.facets.decade.map((f) => facetView('decade', f, settings, links)),
       },
-      applied: settings.filters.map((f, i) => ({ ...f, remove: pathAt(0, settings.filters.filter((_, j) => j !== i)) })),
-      orders: search.sorts.map((sort) => ({ sort, label: sortLabels[sort], path: searchPathFrom(start, { ...settings, sort }, 0) })),
-      suggestion: found.suggestion ? { conditions: found.suggestion, path: searchPath(found.suggestion, settings, 0) } : null,
+      applied: settings.filters.map((f, i) => ({
+        ...f,
+        remove: pathAt(
+          0,
+          settings.filters.filter((_, j) => j !== i),
+        ),
+      })),
+      orders: search.sorts.map((sort) => ({
+        sort,
+        label: sortLabels[sort],
+        path: searchPathFrom(start, { ...settings, sort }, 0),
+      })),
+      suggestion: found.suggestion
+        ? { conditions: found.suggestion, path: searchPath(found.suggestion, settings, 0) }
+        : null,
     });
     Object.assign(result, pageLinks(offset, pageSize, result.total));
     paging = pagingOf(offset, pageSize, result.total, pathAt);
@@ -86,16 +154,22 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
   return {
     path,
     title: conditions.length ? `${view.title}: ${clip(result.described)}` : view.title,
-    description: conditions.length === 0
-      ? 'Search the persons and works of the portfolio by name, title, description, type and year.'
-      : `${result.total === 0 ? 'No' : `${result.exact ? '' : 'At least '}${result.total}`} ${result.total === 1 ? 'result' : 'results'} for ${result.described}.`,
+    description:
+      conditions.length === 0
+        ? 'Search the persons and works of the portfolio by name, title, description, type and year.'
+        : `${result.total === 0 ? 'No' : `${result.exact ? '' : 'At least '}${result.total}`} ${result.total === 1 ? 'result' : 'results'} for ${result.described}.`,
     data: result,
     stylesheet: view.stylesheet,
     ...(paging ? { pages: paging } : {}),
   };
 }
 
-function facetView(name: search.FacetName, f: search.FacetValue, settings: SearchSettings, links: FacetLinks): FacetView {
+function facetView(
+  name: search.FacetName,
+  f: search.FacetValue,
+  settings: SearchSettings,
+  links: FacetLinks,
+): FacetView {
   // A value already applied links to the list as it is, not to the facet given twice.
   const applied = settings.filters.some((a) => a.name === name && a.mode === 'include' && a.value === f.value);
   return { value: f.value, count: f.count, path: applied ? links.current : links.adding(name, f.value) };
@@ -122,8 +196,10 @@ function facetLinks(start: string, settings: SearchSettings, current: string): F
 }
 
 export function describe(conditions: readonly Condition[]): string {
-  return conditions.map((c, i) => {
-    const joined = i === 0 ? '' : ` ${(conditions[i - 1]?.operator ?? 'AND').toLowerCase()} `;
-    return `${joined}${c.field} ${c.match.replace('_', ' ')} "${c.term}"`;
-  }).join('');
+  return conditions
+    .map((c, i) => {
+      const joined = i === 0 ? '' : ` ${(conditions[i - 1]?.operator ?? 'AND').toLowerCase()} `;
+      return `${joined}${c.field} ${c.match.replace('_', ' ')} "${c.term}"`;
+    })
+    .join('');
 }

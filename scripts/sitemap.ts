@@ -31,41 +31,55 @@ export async function GET({ query, db, link }: ScriptRequest): Promise<Verbatim>
   const kind = part[0];
   if (kind) {
     const n = readNonNegativeInteger(query, kind, 0);
-    if (n < 1 || (n - 1) * perFile >= Math.max(last[kind], 1)) throw new HttpError(404, `There is no sitemap part ${kind}=${n}.`);
+    if (n < 1 || (n - 1) * perFile >= Math.max(last[kind], 1))
+      throw new HttpError(404, `There is no sitemap part ${kind}=${n}.`);
     return new Verbatim(xmlType, await urlSet(db, link, [[kind, (n - 1) * perFile, n * perFile]]));
   }
   // Ids are handed out one after the other: at most as many rows as the largest id.
   if (last.personen + last.werke <= perFile) {
-    return new Verbatim(xmlType, await urlSet(db, link, [['personen', 0, last.personen], ['werke', 0, last.werke]]));
+    return new Verbatim(
+      xmlType,
+      await urlSet(db, link, [
+        ['personen', 0, last.personen],
+        ['werke', 0, last.werke],
+      ]),
+    );
   }
   return new Verbatim(xmlType, sitemapIndex(link, last));
 }
 
 function sitemapIndex(link: LinkFn, last: Record<Kind, number>): string {
-  let text = '<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n';
+  let text =
+    '<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n';
   for (const kind of ['personen', 'werke'] as const) {
-    for (let n = 1; (n - 1) * perFile < last[kind]; n++) text += `  <sitemap><loc>${link(`/sitemap.xml?${kind}=${n}`)}</loc></sitemap>\n`;
+    for (let n = 1; (n - 1) * perFile < last[kind]; n++)
+      text += `  <sitemap><loc>${link(`/sitemap.xml?${kind}=${n}`)}</loc></sitemap>\n`;
   }
   return text + '</sitemapindex>\n';
 }
 
 /** The addresses of the persons or works with ids in (from, to], for each range. */
 async function urlSet(db: ScriptRequest['db'], link: LinkFn, ranges: [Kind, number, number][]): Promise<string> {
-  const lines = ['<?xml version="1.0" encoding="UTF-8"?>\n' +
-    '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:xhtml="http://www.w3.org/1999/xhtml">\n'];
+  const lines = [
+    '<?xml version="1.0" encoding="UTF-8"?>\n' +
+      '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:xhtml="http://www.w3.org/1999/xhtml">\n',
+  ];
   for (const [kind, from, to] of ranges) {
-    const sql = kind === 'personen'
-      ? `SELECT slug AS key, to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS changed
+    const sql =
+      kind === 'personen'
+        ? `SELECT slug AS key, to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS changed
            FROM person WHERE id > $1 AND id <= $2 ORDER BY id`
-      : `SELECT id::text AS key, to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS changed
+        : `SELECT id::text AS key, to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS changed
            FROM werk WHERE id > $1 AND id <= $2 ORDER BY id`;
     const prefix = kind === 'personen' ? '/person/' : '/werk/';
     // Slugs are [a-z0-9-] and ids digits: nothing in an address needs escaping.
     for (const { key, changed } of await db.query<{ key: string; changed: string }>(sql, [from, to])) {
       const html = link(prefix + key);
-      lines.push(`  <url><loc>${html}</loc><lastmod>${changed}</lastmod>` +
-        `<xhtml:link rel="alternate" type="application/xml" href="${html}.xml"/>` +
-        `<xhtml:link rel="alternate" type="application/json" href="${html}.json"/></url>\n`);
+      lines.push(
+        `  <url><loc>${html}</loc><lastmod>${changed}</lastmod>` +
+          `<xhtml:link rel="alternate" type="application/xml" href="${html}.xml"/>` +
+          `<xhtml:link rel="alternate" type="application/json" href="${html}.json"/></url>\n`,
+      );
     }
   }
   lines.push('</urlset>\n');

@@ -1,7 +1,16 @@
 // The form that edits a work: /werk/<id>/bearbeiten. It posts to the work with _method=PUT, and
 // its delete button with _method=DELETE. For the owner's account and librarians.
 import type { Document, FormPage, ScriptRequest } from '../lib/page/index.ts';
-import { editWerkPage, freshForm, mayChangePerson, notYours, readId, resolveWerk, showForm, werkValues } from '../lib/page/index.ts';
+import {
+  editWerkPage,
+  freshForm,
+  mayChangePerson,
+  notYours,
+  readId,
+  resolveWerk,
+  showForm,
+  werkValues,
+} from '../lib/page/index.ts';
 
 export async function GET(req: ScriptRequest): Promise<Document<FormPage>> {
   const id = readId(req.query, 'id');

@@ -10,9 +10,17 @@ export async function GET(req: ScriptRequest): Promise<Document<FormPage>> {
   return showForm(req, `/werk/${id}/loeschen`, async ({ requester, csrfToken }) => {
     if (!(await mayChangePerson(req.db, requester, werk.person.id))) throw notYours(`"${werk.titel}"`);
     return {
-      heading: `Delete "${werk.titel}"?`, lead: `This deletes the work "${werk.titel}" by ${by}. It cannot be undone.`,
-      action: `werk/${id}`, method: 'DELETE', submit: 'Delete the work', fields: [],
-      csrfToken, message: null, login: null, cancel: { href: `werk/${id}`, label: 'Cancel' }, remove: null,
+      heading: `Delete "${werk.titel}"?`,
+      lead: `This deletes the work "${werk.titel}" by ${by}. It cannot be undone.`,
+      action: `werk/${id}`,
+      method: 'DELETE',
+      submit: 'Delete the work',
+      fields: [],
+      csrfToken,
+      message: null,
+      login: null,
+      cancel: { href: `werk/${id}`, label: 'Cancel' },
+      remove: null,
     };
   });
 }

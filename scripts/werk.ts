@@ -2,7 +2,18 @@
 // replaces its fields, DELETE removes it; its URL then answers 410 (docs/interface.md, Work).
 import type { Document, Failure, Outcome, RawFields, ScriptRequest, Werk } from '../lib/page/index.ts';
 import {
-  change, deleteWerk, editWerkPage, findWerk, formAgain, formDocument, readId, readWerk, rejectInvalid, resolveWerk, updateWerk, werkValues,
+  change,
+  deleteWerk,
+  editWerkPage,
+  findWerk,
+  formAgain,
+  formDocument,
+  readId,
+  readWerk,
+  rejectInvalid,
+  resolveWerk,
+  updateWerk,
+  werkValues,
 } from '../lib/page/index.ts';
 
 export type { Werk } from '../lib/page/index.ts';
@@ -14,32 +25,51 @@ export async function GET({ query, db }: ScriptRequest): Promise<Document<Werk>>
 
 export async function PUT(req: ScriptRequest): Promise<Outcome> {
   const id = readId(req.query, 'id');
-  return change(req, { back: `/werk/${id}/bearbeiten` }, async ({ requester, body }) => {
-    await resolveWerk(req.db, id);
-    const { input, errors } = readWerk(body);
-    rejectInvalid(errors, 'The work was not changed');
-    const werk = await updateWerk(req.db, { id, input, requester });
-    return { then: `/werk/${id}`, document: werkDocument(werk) };
-  }, (failure) => showAgain(id, failure, Object.fromEntries(failure.fields)));
+  return change(
+    req,
+    { back: `/werk/${id}/bearbeiten` },
+    async ({ requester, body }) => {
+      await resolveWerk(req.db, id);
+      const { input, errors } = readWerk(body);
+      rejectInvalid(errors, 'The work was not changed');
+      const werk = await updateWerk(req.db, { id, input, requester });
+      return { then: `/werk/${id}`, document: werkDocument(werk) };
+    },
+    (failure) => showAgain(id, failure, Object.fromEntries(failure.fields)),
+  );
 }
 
 export async function DELETE(req: ScriptRequest): Promise<Outcome> {
   const id = readId(req.query, 'id');
-  return change(req, { back: `/werk/${id}/bearbeiten`, bodyless: true }, async ({ requester }) => {
-    await resolveWerk(req.db, id);
-    const slug = await deleteWerk(req.db, { id, requester });
-    return { then: `/person/${slug}` };
-  }, async (failure) => {
-    const werk = await findWerk(req.db, id);
-    return showAgain(id, failure, werk ? werkValues(werk) : {});
-  });
+  return change(
+    req,
+    { back: `/werk/${id}/bearbeiten`, bodyless: true },
+    async ({ requester }) => {
+      await resolveWerk(req.db, id);
+      const slug = await deleteWerk(req.db, { id, requester });
+      return { then: `/person/${slug}` };
+    },
+    async (failure) => {
+      const werk = await findWerk(req.db, id);
+      return showAgain(id, failure, werk ? werkValues(werk) : {});
+    },
+  );
 }
 
 function werkDocument(werk: Werk): Document<Werk> {
   const by = `${werk.art || 'A work'} by ${werk.person.vorname} ${werk.person.nachname}${werk.jahr === null ? '' : `, ${werk.jahr}`}`;
-  return { path: `/werk/${werk.id}`, title: werk.titel, description: `${werk.titel}: ${by}.${werk.beschreibung ? ` ${werk.beschreibung}` : ''}`, data: werk };
+  return {
+    path: `/werk/${werk.id}`,
+    title: werk.titel,
+    description: `${werk.titel}: ${by}.${werk.beschreibung ? ` ${werk.beschreibung}` : ''}`,
+    data: werk,
+  };
 }
 
 function showAgain(id: number, failure: Failure, values: RawFields): Document {
-  return formDocument(editWerkPage(id, values.titel || 'the work', formAgain(failure, values)), `/werk/${id}/bearbeiten`, failure.status);
+  return formDocument(
+    editWerkPage(id, values.titel || 'the work', formAgain(failure, values)),
+    `/werk/${id}/bearbeiten`,
+    failure.status,
+  );
 }

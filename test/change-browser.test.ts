@@ -32,7 +32,10 @@ async function logIn(page: Page, user: DemoUser, from: string): Promise<void> {
   await Promise.all([page.waitForURL(server.origin + from), page.click('form.login button[type=submit]')]);
 }
 
-test('a user edits their name, adds a work, sees it on their page, and keeps the input of an invalid form', { skip, timeout: 120_000 }, async () => {
+test('a user edits their name, adds a work, sees it on their page, and keeps the input of an invalid form', {
+  skip,
+  timeout: 120_000,
+}, async () => {
   const context = await browser.newContext();
   const page = await context.newPage();
 
@@ -46,8 +49,14 @@ test('a user edits their name, adds a work, sees it on their page, and keeps the
 
   // Edit the name: 303 to the person's new address; the old one leads there.
   await page.fill('#feld-vorname', 'Jürgen Friedrich');
-  await Promise.all([page.waitForURL(`${server.origin}/person/juergen-friedrich-mueller`), page.click('form.change button[type=submit]')]);
-  assert.equal(await page.textContent('article.person > p:first-of-type'), 'Jürgen Friedrich Müller has 6 works in the database; user name jmueller.');
+  await Promise.all([
+    page.waitForURL(`${server.origin}/person/juergen-friedrich-mueller`),
+    page.click('form.change button[type=submit]'),
+  ]);
+  assert.equal(
+    await page.textContent('article.person > p:first-of-type'),
+    'Jürgen Friedrich Müller has 6 works in the database; user name jmueller.',
+  );
   await page.goto(`${server.origin}/person/juergen-mueller`);
   assert.equal(page.url(), `${server.origin}/person/juergen-friedrich-mueller`);
 
@@ -62,7 +71,9 @@ test('a user edits their name, adds a work, sees it on their page, and keeps the
   const werkPath = new URL(page.url()).pathname;
   await page.click('p.by a');
   await page.waitForURL(`${server.origin}/person/juergen-friedrich-mueller`);
-  const listed = await page.$$eval('ul.werke a', (links) => links.map((a) => `${a.getAttribute('href')} ${a.textContent}`));
+  const listed = await page.$$eval('ul.werke a', (links) =>
+    links.map((a) => `${a.getAttribute('href')} ${a.textContent}`),
+  );
   assert.ok(listed.includes(`${werkPath.slice(1)} Hafenlichter & "Nachtbilder"`), listed.join('\n'));
 
   // An invalid form comes back with everything typed and the message beside the field.
@@ -70,34 +81,50 @@ test('a user edits their name, adds a work, sees it on their page, and keeps the
   await page.fill('#feld-titel', 'Hafenlichter, überarbeitet');
   await page.fill('#feld-jahr', 'Sommer');
   await page.fill('#feld-art', 'Fotografie');
-  const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.click('form.change button[type=submit]')]);
+  const [answer] = await Promise.all([
+    page.waitForResponse((r) => r.request().method() === 'POST'),
+    page.click('form.change button[type=submit]'),
+  ]);
   assert.equal(answer.status(), 422);
   assert.deepEqual(
     await Promise.all(['#feld-titel', '#feld-jahr', '#feld-art', '#feld-beschreibung'].map((s) => page.inputValue(s))),
     ['Hafenlichter, überarbeitet', 'Sommer', 'Fotografie', 'Neue Serie.\nZweite Zeile.'],
   );
-  assert.equal(await page.textContent('#feld-jahr-fehler'), 'A year from -3000 to 3000, or empty when it is not known.');
+  assert.equal(
+    await page.textContent('#feld-jahr-fehler'),
+    'A year from -3000 to 3000, or empty when it is not known.',
+  );
   await page.fill('#feld-jahr', '2025');
   await Promise.all([page.waitForURL(server.origin + werkPath), page.click('form.change button[type=submit]')]);
   assert.equal(await page.textContent('p.kicker'), 'Fotografie, 2025');
   await context.close();
 });
 
-test('a librarian lends a work and the user\'s loan list shows it', { skip, timeout: 120_000 }, async () => {
+test("a librarian lends a work and the user's loan list shows it", { skip, timeout: 120_000 }, async () => {
   const librarian = await browser.newContext();
   const page = await librarian.newPage();
   await logIn(page, 'bibliothek', '/entlehnte/4');
   assert.equal(await page.textContent('h1'), 'Loans of aschaefer');
   await page.fill('#feld-werk', `${server.origin}/werk/40`);
-  await Promise.all([page.waitForURL(`${server.origin}/entlehnte/4`), page.click('section.lend form.change button[type=submit]')]);
-  const [{ titel }] = await server.db.query<{ titel: string }>('SELECT titel FROM werk WHERE id = 40') as [{ titel: string }];
-  assert.deepEqual(await page.$$eval('table.loans tbody td:first-child a', (links) => links.map((a) => a.textContent)), [titel]);
+  await Promise.all([
+    page.waitForURL(`${server.origin}/entlehnte/4`),
+    page.click('section.lend form.change button[type=submit]'),
+  ]);
+  const [{ titel }] = (await server.db.query<{ titel: string }>('SELECT titel FROM werk WHERE id = 40')) as [
+    { titel: string },
+  ];
+  assert.deepEqual(
+    await page.$$eval('table.loans tbody td:first-child a', (links) => links.map((a) => a.textContent)),
+    [titel],
+  );
   await librarian.close();
 
   const user = await browser.newContext();
   const own = await user.newPage();
   await logIn(own, 'aschaefer', '/entlehnte/4');
-  assert.deepEqual(await own.$$eval('table.loans tbody td:first-child a', (links) => links.map((a) => a.textContent)), [titel]);
+  assert.deepEqual(await own.$$eval('table.loans tbody td:first-child a', (links) => links.map((a) => a.textContent)), [
+    titel,
+  ]);
   assert.equal(await own.$('section.lend'), null, 'a user gets no lend form');
   await user.close();
 });

@@ -12,18 +12,29 @@ export const escapeXml = (text: string) => text.replace(/[&<>"']/g, (c) => xmlEs
 
 export const contentTypes: Record<ApiFormat, string> = { json: 'application/json', xml: 'application/xml' };
 
-export function personBody(format: ApiFormat, person: { vorname: string; nachname: string; username?: string; image?: string }): string {
+export function personBody(
+  format: ApiFormat,
+  person: { vorname: string; nachname: string; username?: string; image?: string },
+): string {
   if (format === 'json') return JSON.stringify(person);
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<person>\n  <image ref="${escapeXml(person.image ?? '')}"/>\n` +
+  return (
+    `<?xml version="1.0" encoding="UTF-8"?>\n<person>\n  <image ref="${escapeXml(person.image ?? '')}"/>\n` +
     `  <vorname>${escapeXml(person.vorname)}</vorname>\n  <nachname>${escapeXml(person.nachname)}</nachname>\n` +
-    (person.username === undefined ? '' : `  <username>${escapeXml(person.username)}</username>\n`) + '  <werke/>\n</person>\n';
+    (person.username === undefined ? '' : `  <username>${escapeXml(person.username)}</username>\n`) +
+    '  <werke/>\n</person>\n'
+  );
 }
 
-export function werkBody(format: ApiFormat, werk: { titel: string; jahr?: number | null; art?: string; beschreibung?: string }): string {
+export function werkBody(
+  format: ApiFormat,
+  werk: { titel: string; jahr?: number | null; art?: string; beschreibung?: string },
+): string {
   if (format === 'json') return JSON.stringify(werk);
   const jahr = werk.jahr === undefined ? '' : `  <jahr>${werk.jahr ?? ''}</jahr>\n`;
-  return `<werk>\n  <titel>${escapeXml(werk.titel)}</titel>\n${jahr}  <art>${escapeXml(werk.art ?? '')}</art>\n` +
-    `  <beschreibung>${escapeXml(werk.beschreibung ?? '')}</beschreibung>\n</werk>\n`;
+  return (
+    `<werk>\n  <titel>${escapeXml(werk.titel)}</titel>\n${jahr}  <art>${escapeXml(werk.art ?? '')}</art>\n` +
+    `  <beschreibung>${escapeXml(werk.beschreibung ?? '')}</beschreibung>\n</werk>\n`
+  );
 }
 
 export function loanBody(format: ApiFormat, loan: { url: string; bis?: string }): string {
@@ -32,7 +43,11 @@ export function loanBody(format: ApiFormat, loan: { url: string; bis?: string })
 }
 
 /** A request with Basic credentials of a demo account, the body in format, the answer in format. */
-export function asUser(origin: string, user: DemoUser, options: { method: string; path: string; format: ApiFormat; body?: string; headers?: Record<string, string> }): Promise<Response> {
+export function asUser(
+  origin: string,
+  user: DemoUser,
+  options: { method: string; path: string; format: ApiFormat; body?: string; headers?: Record<string, string> },
+): Promise<Response> {
   return fetch(origin + options.path, {
     method: options.method,
     redirect: 'manual',

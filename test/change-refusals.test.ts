@@ -23,7 +23,11 @@ after(() => server.close());
 const maxJson = JSON.stringify({ vorname: 'Max', nachname: 'Muster', image: '/img/max-muster.svg' });
 
 function putMax(headers: Record<string, string>, body = maxJson): Promise<Response> {
-  return fetch(`${server.origin}/person/max-muster.json`, { method: 'PUT', headers: { 'content-type': 'application/json', ...headers }, body });
+  return fetch(`${server.origin}/person/max-muster.json`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+  });
 }
 
 async function detailOf(res: Response): Promise<string> {
@@ -32,16 +36,41 @@ async function detailOf(res: Response): Promise<string> {
 
 describe('who may change what', () => {
   test('another user is 403 for a person, its works and lending, and nothing changes', async () => {
-    const res = await putMax({ authorization: basic('jmueller', demo.jmueller.password) }, JSON.stringify({ vorname: 'Evil', nachname: 'Twin' }));
+    const res = await putMax(
+      { authorization: basic('jmueller', demo.jmueller.password) },
+      JSON.stringify({ vorname: 'Evil', nachname: 'Twin' }),
+    );
     assert.equal(res.status, 403);
-    assert.equal(await detailOf(res), 'You may change only your own person and its works, not Max Muster; a librarian may change everything.');
-    for (const [method, path, body] of [['PUT', '/werk/1.json', werkBody('json', { titel: 'Mine now' })], ['DELETE', '/werk/1.json', undefined], ['DELETE', '/person/max-muster.json', undefined], ['POST', '/person/max-muster/werke.json', werkBody('json', { titel: 'Untergeschoben' })]] as const) {
-      const refused = await asUser(server.origin, 'jmueller', { method, path, format: 'json', ...(body ? { body } : {}) });
+    assert.equal(
+      await detailOf(res),
+      'You may change only your own person and its works, not Max Muster; a librarian may change everything.',
+    );
+    for (const [method, path, body] of [
+      ['PUT', '/werk/1.json', werkBody('json', { titel: 'Mine now' })],
+      ['DELETE', '/werk/1.json', undefined],
+      ['DELETE', '/person/max-muster.json', undefined],
+      ['POST', '/person/max-muster/werke.json', werkBody('json', { titel: 'Untergeschoben' })],
+    ] as const) {
+      const refused = await asUser(server.origin, 'jmueller', {
+        method,
+        path,
+        format: 'json',
+        ...(body ? { body } : {}),
+      });
       assert.equal(refused.status, 403, `${method} ${path}`);
     }
-    const lending = await asUser(server.origin, 'mmuster', { method: 'POST', path: '/entlehnte/2', format: 'json', body: JSON.stringify({ url: '5' }) });
+    const lending = await asUser(server.origin, 'mmuster', {
+      method: 'POST',
+      path: '/entlehnte/2',
+      format: 'json',
+      body: JSON.stringify({ url: '5' }),
+    });
     assert.deepEqual([lending.status, await detailOf(lending)], [403, 'Only a librarian may lend works.']);
-    const returning = await asUser(server.origin, 'mmuster', { method: 'DELETE', path: '/entlehnte/2/7', format: 'json' });
+    const returning = await asUser(server.origin, 'mmuster', {
+      method: 'DELETE',
+      path: '/entlehnte/2/7',
+      format: 'json',
+    });
     assert.equal(returning.status, 403);
     assert.deepEqual(await personRow(server.db, 1), max);
     const [werk] = await server.db.query('SELECT titel FROM werk WHERE id = 1');
@@ -52,11 +81,24 @@ describe('who may change what', () => {
 
   test('an anonymous client and wrong Basic credentials are 403 with a login link back to the page they came from, else to the resource', async () => {
     for (const headers of [{}, { authorization: basic('mmuster', 'wrong-password') }] as Record<string, string>[]) {
-      const res = await fetch(`${server.origin}/person/max-muster`, { method: 'PUT', headers: { 'content-type': 'application/json', ...headers }, body: maxJson });
+      const res = await fetch(`${server.origin}/person/max-muster`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: maxJson,
+      });
       assert.equal(res.status, 403);
-      assert.match(await res.text(), /Log in to change this: with the login form, or with HTTP Basic credentials and a JSON or XML body\.[\s\S]*<a class="login" href="login\?back=\/person\/max-muster">/);
+      assert.match(
+        await res.text(),
+        /Log in to change this: with the login form, or with HTTP Basic credentials and a JSON or XML body\.[\s\S]*<a class="login" href="login\?back=\/person\/max-muster">/,
+      );
       const fromForm = await fetch(`${server.origin}/person/max-muster`, {
-        method: 'PUT', headers: { 'content-type': 'application/json', referer: `${server.origin}/person/max-muster/bearbeiten`, ...headers }, body: maxJson,
+        method: 'PUT',
+        headers: {
+          'content-type': 'application/json',
+          referer: `${server.origin}/person/max-muster/bearbeiten`,
+          ...headers,
+        },
+        body: maxJson,
       });
       assert.match(await fromForm.text(), /<a class="login" href="login\?back=\/person\/max-muster\/bearbeiten">/);
     }
@@ -66,11 +108,25 @@ describe('who may change what', () => {
   test('a session needs its CSRF token (X-CSRF-Token) and a matching Origin; the right ones change the person', async () => {
     const cookie = await logInAs(server.origin, 'mmuster');
     const token = await csrfTokenOf(server.origin, cookie, '/person/max-muster/bearbeiten');
-    const renamed = JSON.stringify({ vorname: 'Max', nachname: 'Muster', image: '/img/max-muster.svg', username: 'mmuster' });
+    const renamed = JSON.stringify({
+      vorname: 'Max',
+      nachname: 'Muster',
+      image: '/img/max-muster.svg',
+      username: 'mmuster',
+    });
     const refusals = [
-      [{ cookie }, 'The CSRF token is missing or wrong: the form has expired or did not come from this site. Reload the form and send it again (API clients: send the token in X-CSRF-Token).'],
-      [{ cookie, 'x-csrf-token': 'x'.repeat(43) }, 'The CSRF token is missing or wrong: the form has expired or did not come from this site. Reload the form and send it again (API clients: send the token in X-CSRF-Token).'],
-      [{ cookie, 'x-csrf-token': token, origin: 'https://evil.example' }, `A PUT from https://evil.example is not accepted here; send it from ${server.origin}.`],
+      [
+        { cookie },
+        'The CSRF token is missing or wrong: the form has expired or did not come from this site. Reload the form and send it again (API clients: send the token in X-CSRF-Token).',
+      ],
+      [
+        { cookie, 'x-csrf-token': 'x'.repeat(43) },
+        'The CSRF token is missing or wrong: the form has expired or did not come from this site. Reload the form and send it again (API clients: send the token in X-CSRF-Token).',
+      ],
+      [
+        { cookie, 'x-csrf-token': token, origin: 'https://evil.example' },
+        `A PUT from https://evil.example is not accepted here; send it from ${server.origin}.`,
+      ],
     ] as const;
     for (const [headers, detail] of refusals) {
       const res = await putMax(headers, JSON.stringify({ vorname: 'Gefälscht', nachname: 'Muster' }));
@@ -87,8 +143,14 @@ describe('who may change what', () => {
     const token = await csrfTokenOf(server.origin, cookie, '/person/max-muster/bearbeiten');
     const id = createHash('sha256').update(tokenOf(cookie)).digest('hex');
     await server.db.query(`UPDATE session SET last_seen_at = now() - interval '31 minutes' WHERE id = $1`, [id]);
-    const res = await putMax({ cookie, 'x-csrf-token': token }, JSON.stringify({ vorname: 'Spät', nachname: 'Muster' }));
-    assert.deepEqual([res.status, await detailOf(res)], [403, 'Your session has expired; log in again and repeat the change.']);
+    const res = await putMax(
+      { cookie, 'x-csrf-token': token },
+      JSON.stringify({ vorname: 'Spät', nachname: 'Muster' }),
+    );
+    assert.deepEqual(
+      [res.status, await detailOf(res)],
+      [403, 'Your session has expired; log in again and repeat the change.'],
+    );
     assert.deepEqual(await personRow(server.db, 1), max);
   });
 });
@@ -97,10 +159,27 @@ describe('what a body must be', () => {
   const mm = { authorization: basic('mmuster', demo.mmuster.password) };
 
   test('another media type is 415, and a form with Basic credentials too: forms need a session and its token', async () => {
-    const plain = await fetch(`${server.origin}/person/max-muster.json`, { method: 'PUT', headers: { ...mm, 'content-type': 'text/plain' }, body: 'Max Muster' });
-    assert.deepEqual([plain.status, await detailOf(plain)], [415, 'Send the body as application/x-www-form-urlencoded, application/json or application/xml, not text/plain.']);
-    const form = await fetch(`${server.origin}/person/max-muster.json`, { method: 'POST', headers: { ...mm, 'content-type': 'application/x-www-form-urlencoded' }, body: '_method=PUT&vorname=Form&nachname=Muster' });
-    assert.deepEqual([form.status, await detailOf(form)], [415, 'With HTTP Basic credentials send the body as application/json or application/xml; HTML forms need a login session and its CSRF token.']);
+    const plain = await fetch(`${server.origin}/person/max-muster.json`, {
+      method: 'PUT',
+      headers: { ...mm, 'content-type': 'text/plain' },
+      body: 'Max Muster',
+    });
+    assert.deepEqual(
+      [plain.status, await detailOf(plain)],
+      [415, 'Send the body as application/x-www-form-urlencoded, application/json or application/xml, not text/plain.'],
+    );
+    const form = await fetch(`${server.origin}/person/max-muster.json`, {
+      method: 'POST',
+      headers: { ...mm, 'content-type': 'application/x-www-form-urlencoded' },
+      body: '_method=PUT&vorname=Form&nachname=Muster',
+    });
+    assert.deepEqual(
+      [form.status, await detailOf(form)],
+      [
+        415,
+        'With HTTP Basic credentials send the body as application/json or application/xml; HTML forms need a login session and its CSRF token.',
+      ],
+    );
     assert.deepEqual(await personRow(server.db, 1), max);
   });
 
@@ -111,14 +190,38 @@ describe('what a body must be', () => {
 
   test('malformed JSON and XML are 400; XML with a DOCTYPE or an unknown entity too', async () => {
     const cases = [
-      ['application/json', '{"vorname": "Max",', /^The JSON body is malformed: .+\. Send one JSON object in the shape of the representation\.$/],
-      ['application/xml', '<person><vorname>Max</person>', /^The XML body is not well-formed: .+ \(line 1, column \d+\)\.$/],
-      ['application/xml', '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;">]><person><vorname>&lol2;</vorname></person>', /^The XML body contains a DOCTYPE or an entity declaration, which are not accepted; send the document without them\.$/],
-      ['application/xml', '<person><vorname>&nbsp;Max</vorname><nachname>Muster</nachname></person>', /^The XML body uses the entity &nbsp; which XML does not define; use a character reference such as &#160; instead\.$/],
-      ['application/xml', '<person/><person/>', /^The XML body (is not well-formed: .+|must have exactly one root element\.)$/],
+      [
+        'application/json',
+        '{"vorname": "Max",',
+        /^The JSON body is malformed: .+\. Send one JSON object in the shape of the representation\.$/,
+      ],
+      [
+        'application/xml',
+        '<person><vorname>Max</person>',
+        /^The XML body is not well-formed: .+ \(line 1, column \d+\)\.$/,
+      ],
+      [
+        'application/xml',
+        '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;">]><person><vorname>&lol2;</vorname></person>',
+        /^The XML body contains a DOCTYPE or an entity declaration, which are not accepted; send the document without them\.$/,
+      ],
+      [
+        'application/xml',
+        '<person><vorname>&nbsp;Max</vorname><nachname>Muster</nachname></person>',
+        /^The XML body uses the entity &nbsp; which XML does not define; use a character reference such as &#160; instead\.$/,
+      ],
+      [
+        'application/xml',
+        '<person/><person/>',
+        /^The XML body (is not well-formed: .+|must have exactly one root element\.)$/,
+      ],
     ] as const;
     for (const [type, body, detail] of cases) {
-      const res = await fetch(`${server.origin}/person/max-muster.json`, { method: 'PUT', headers: { ...mm, 'content-type': type }, body });
+      const res = await fetch(`${server.origin}/person/max-muster.json`, {
+        method: 'PUT',
+        headers: { ...mm, 'content-type': type },
+        body,
+      });
       assert.equal(res.status, 400, body);
       assert.match(await detailOf(res), detail);
     }
@@ -126,38 +229,105 @@ describe('what a body must be', () => {
   });
 
   test('invalid fields are 422 with one message per field, in JSON and in XML problem details', async () => {
-    const json = await putMax(mm, JSON.stringify({ vorname: '   ', nachname: 'M'.repeat(201), username: 'Max Muster!', image: 'javascript:alert(1)' }));
+    const json = await putMax(
+      mm,
+      JSON.stringify({
+        vorname: '   ',
+        nachname: 'M'.repeat(201),
+        username: 'Max Muster!',
+        image: 'javascript:alert(1)',
+      }),
+    );
     assert.equal(json.status, 422);
     assert.deepEqual(await readJson(json), {
-      type: 'about:blank', title: 'Unprocessable Entity', status: 422, detail: 'The person was not changed: 4 fields are invalid.',
+      type: 'about:blank',
+      title: 'Unprocessable Entity',
+      status: 422,
+      detail: 'The person was not changed: 4 fields are invalid.',
       errors: [
         { field: 'vorname', message: 'Required: it must not be empty.' },
         { field: 'nachname', message: 'At most 200 characters, not 201.' },
-        { field: 'username', message: 'Use 1 to 64 lower-case letters, digits, dots, hyphens or underscores, beginning with a letter or digit.' },
-        { field: 'image', message: 'Must be an http or https URL (https://example.org/bild.jpg) or a path on this site (/img/name.svg).' },
+        {
+          field: 'username',
+          message:
+            'Use 1 to 64 lower-case letters, digits, dots, hyphens or underscores, beginning with a letter or digit.',
+        },
+        {
+          field: 'image',
+          message:
+            'Must be an http or https URL (https://example.org/bild.jpg) or a path on this site (/img/name.svg).',
+        },
       ],
     });
-    const xml = await fetch(`${server.origin}/werk/1.xml`, { method: 'PUT', headers: { ...mm, 'content-type': 'application/xml' }, body: '<werk><titel></titel><jahr>im Sommer</jahr></werk>' });
+    const xml = await fetch(`${server.origin}/werk/1.xml`, {
+      method: 'PUT',
+      headers: { ...mm, 'content-type': 'application/xml' },
+      body: '<werk><titel></titel><jahr>im Sommer</jahr></werk>',
+    });
     assert.equal(xml.status, 422);
-    assert.equal(await xml.text(), '<?xml version="1.0" encoding="UTF-8"?>\n<problem xmlns="urn:ietf:rfc:7807">\n  <type>about:blank</type>\n  <title>Unprocessable Entity</title>\n  <status>422</status>\n' +
-      '  <detail>The work was not changed: 2 fields are invalid.</detail>\n  <errors>\n    <error field="titel">Required: it must not be empty.</error>\n' +
-      '    <error field="jahr">A year from -3000 to 3000, or empty when it is not known.</error>\n  </errors>\n</problem>\n');
-    const root = await fetch(`${server.origin}/person/max-muster.json`, { method: 'PUT', headers: { ...mm, 'content-type': 'application/xml' }, body: '<werk><titel>Falsch</titel></werk>' });
-    assert.deepEqual([root.status, (await readJson(root)).errors], [422, [{ field: 'person', message: 'The root element must be <person>, not <werk>.' }]]);
-    const lend = await asUser(server.origin, 'bibliothek', { method: 'POST', path: '/entlehnte/2', format: 'json', body: JSON.stringify({ url: `${server.origin}/werk/30`, bis: '2026-02-30' }) });
-    assert.deepEqual([lend.status, (await readJson(lend)).errors], [422, [{ field: 'bis', message: 'A date as YYYY-MM-DD, for example 2026-12-24.' }]]);
-    const foreign = await asUser(server.origin, 'bibliothek', { method: 'POST', path: '/entlehnte/2', format: 'json', body: JSON.stringify({ url: 'http://example.org/werk/5' }) });
-    assert.deepEqual([foreign.status, (await readJson(foreign)).errors], [422, [{ field: 'werk', message: 'Give the work as its id (14) or its URL on this site (…/werk/14).' }]]);
-    const missing = await asUser(server.origin, 'bibliothek', { method: 'POST', path: '/entlehnte/2', format: 'json', body: JSON.stringify({ url: `${server.origin}/werk/99999` }) });
-    assert.deepEqual([missing.status, (await readJson(missing)).errors], [422, [{ field: 'werk', message: 'There is no work with the id 99999.' }]]);
-    const past = await asUser(server.origin, 'bibliothek', { method: 'POST', path: '/entlehnte/2', format: 'json', body: JSON.stringify({ url: '30', bis: '2000-01-01' }) });
-    assert.deepEqual([past.status, (await readJson(past)).errors], [422, [{ field: 'bis', message: 'The due date must not be before today.' }]]);
+    assert.equal(
+      await xml.text(),
+      '<?xml version="1.0" encoding="UTF-8"?>\n<problem xmlns="urn:ietf:rfc:7807">\n  <type>about:blank</type>\n  <title>Unprocessable Entity</title>\n  <status>422</status>\n' +
+        '  <detail>The work was not changed: 2 fields are invalid.</detail>\n  <errors>\n    <error field="titel">Required: it must not be empty.</error>\n' +
+        '    <error field="jahr">A year from -3000 to 3000, or empty when it is not known.</error>\n  </errors>\n</problem>\n',
+    );
+    const root = await fetch(`${server.origin}/person/max-muster.json`, {
+      method: 'PUT',
+      headers: { ...mm, 'content-type': 'application/xml' },
+      body: '<werk><titel>Falsch</titel></werk>',
+    });
+    assert.deepEqual(
+      [root.status, (await readJson(root)).errors],
+      [422, [{ field: 'person', message: 'The root element must be <person>, not <werk>.' }]],
+    );
+    const lend = await asUser(server.origin, 'bibliothek', {
+      method: 'POST',
+      path: '/entlehnte/2',
+      format: 'json',
+      body: JSON.stringify({ url: `${server.origin}/werk/30`, bis: '2026-02-30' }),
+    });
+    assert.deepEqual(
+      [lend.status, (await readJson(lend)).errors],
+      [422, [{ field: 'bis', message: 'A date as YYYY-MM-DD, for example 2026-12-24.' }]],
+    );
+    const foreign = await asUser(server.origin, 'bibliothek', {
+      method: 'POST',
+      path: '/entlehnte/2',
+      format: 'json',
+      body: JSON.stringify({ url: 'http://example.org/werk/5' }),
+    });
+    assert.deepEqual(
+      [foreign.status, (await readJson(foreign)).errors],
+      [422, [{ field: 'werk', message: 'Give the work as its id (14) or its URL on this site (…/werk/14).' }]],
+    );
+    const missing = await asUser(server.origin, 'bibliothek', {
+      method: 'POST',
+      path: '/entlehnte/2',
+      format: 'json',
+      body: JSON.stringify({ url: `${server.origin}/werk/99999` }),
+    });
+    assert.deepEqual(
+      [missing.status, (await readJson(missing)).errors],
+      [422, [{ field: 'werk', message: 'There is no work with the id 99999.' }]],
+    );
+    const past = await asUser(server.origin, 'bibliothek', {
+      method: 'POST',
+      path: '/entlehnte/2',
+      format: 'json',
+      body: JSON.stringify({ url: '30', bis: '2000-01-01' }),
+    });
+    assert.deepEqual(
+      [past.status, (await readJson(past)).errors],
+      [422, [{ field: 'bis', message: 'The due date must not be before today.' }]],
+    );
   });
 
   test('a user name another person has is 422, and the name changed before it is rolled back with it', async () => {
     const res = await putMax(mm, JSON.stringify({ vorname: 'Maximilian', nachname: 'Muster', username: 'jmueller' }));
     assert.equal(res.status, 422);
-    assert.deepEqual((await readJson(res)).errors, [{ field: 'username', message: 'This user name belongs to another person; choose another.' }]);
+    assert.deepEqual((await readJson(res)).errors, [
+      { field: 'username', message: 'This user name belongs to another person; choose another.' },
+    ]);
     // The slug history row and the new slug were written before the user name failed: both are gone.
     assert.deepEqual(await personRow(server.db, 1), max);
     assert.deepEqual(await server.db.query('SELECT slug FROM person_slug_history WHERE person_id = 1'), []);
@@ -177,7 +347,11 @@ describe('methods', () => {
       ['/person/max-muster/bearbeiten', 'PUT', 'GET, HEAD, OPTIONS'],
     ] as const;
     for (const [path, method, allow] of cases) {
-      const refused = await fetch(server.origin + path, { method, headers: { 'content-type': 'application/json' }, body: '{}' });
+      const refused = await fetch(server.origin + path, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
       assert.deepEqual([refused.status, refused.headers.get('allow')], [405, allow], `${method} ${path}`);
       const options = await fetch(server.origin + path, { method: 'OPTIONS' });
       assert.deepEqual([options.status, options.headers.get('allow')], [204, allow], `OPTIONS ${path}`);
@@ -188,31 +362,64 @@ describe('methods', () => {
 
   test('X-HTTP-Method-Override on a POST runs PUT or DELETE; other values are 400', async () => {
     const headers = { authorization: basic('mmuster', demo.mmuster.password), 'content-type': 'application/json' };
-    const put = await fetch(`${server.origin}/werk/2.json`, { method: 'POST', headers: { ...headers, 'x-http-method-override': 'PUT' }, body: werkBody('json', { titel: 'Hafen im Nebel', jahr: 1994, art: 'Gemälde', beschreibung: 'Neu beschrieben.' }) });
+    const put = await fetch(`${server.origin}/werk/2.json`, {
+      method: 'POST',
+      headers: { ...headers, 'x-http-method-override': 'PUT' },
+      body: werkBody('json', { titel: 'Hafen im Nebel', jahr: 1994, art: 'Gemälde', beschreibung: 'Neu beschrieben.' }),
+    });
     assert.equal(put.status, 200);
     assert.equal((await readJson(put)).beschreibung, 'Neu beschrieben.');
-    const bad = await fetch(`${server.origin}/werk/2.json`, { method: 'POST', headers: { ...headers, 'x-http-method-override': 'GET' }, body: '{}' });
-    assert.deepEqual([bad.status, await detailOf(bad)], [400, 'The X-HTTP-Method-Override header may name PUT or DELETE, not "GET".']);
+    const bad = await fetch(`${server.origin}/werk/2.json`, {
+      method: 'POST',
+      headers: { ...headers, 'x-http-method-override': 'GET' },
+      body: '{}',
+    });
+    assert.deepEqual(
+      [bad.status, await detailOf(bad)],
+      [400, 'The X-HTTP-Method-Override header may name PUT or DELETE, not "GET".'],
+    );
     const cookie = await logInAs(server.origin, 'mmuster');
-    const form = await fetch(`${server.origin}/werk/2.json`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: '_method=PATCH' });
-    assert.deepEqual([form.status, await detailOf(form)], [400, 'The form field _method may name PUT or DELETE, not "PATCH".']);
+    const form = await fetch(`${server.origin}/werk/2.json`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: '_method=PATCH',
+    });
+    assert.deepEqual(
+      [form.status, await detailOf(form)],
+      [400, 'The form field _method may name PUT or DELETE, not "PATCH".'],
+    );
   });
 });
 
 describe('two librarians lending the same work at the same moment', () => {
   test('one gets 201, the other 409, and the work is lent once', async () => {
-    await createAccount(server.db, { username: 'zweite', password: 'zweite-bibliothek', role: 'librarian', personUsername: null });
-    const sessions = await Promise.all([logInAs(server.origin, 'bibliothek'), logIn(server.origin, 'zweite', 'zweite-bibliothek')]);
+    await createAccount(server.db, {
+      username: 'zweite',
+      password: 'zweite-bibliothek',
+      role: 'librarian',
+      personUsername: null,
+    });
+    const sessions = await Promise.all([
+      logInAs(server.origin, 'bibliothek'),
+      logIn(server.origin, 'zweite', 'zweite-bibliothek'),
+    ]);
     const tokens = await Promise.all(sessions.map((cookie) => csrfTokenOf(server.origin, cookie, '/personen/neu')));
     // Works nobody has on loan; each round sends both lendings at once.
     for (const werkId of [20, 21, 22, 23, 24]) {
-      const answers = await Promise.all(sessions.map((cookie, i) => fetch(`${server.origin}/entlehnte/${i === 0 ? 3 : 4}.json`, {
-        method: 'POST',
-        headers: { cookie, 'x-csrf-token': tokens[i] as string, 'content-type': 'application/json' },
-        body: JSON.stringify({ url: `${server.origin}/werk/${werkId}` }),
-      })));
+      const answers = await Promise.all(
+        sessions.map((cookie, i) =>
+          fetch(`${server.origin}/entlehnte/${i === 0 ? 3 : 4}.json`, {
+            method: 'POST',
+            headers: { cookie, 'x-csrf-token': tokens[i] as string, 'content-type': 'application/json' },
+            body: JSON.stringify({ url: `${server.origin}/werk/${werkId}` }),
+          }),
+        ),
+      );
       assert.deepEqual(answers.map((a) => a.status).sort(), [201, 409], `work ${werkId}`);
-      const [{ open }] = await server.db.query<{ open: number }>('SELECT count(*)::int AS open FROM loan WHERE werk_id = $1 AND returned_at IS NULL', [werkId]) as [{ open: number }];
+      const [{ open }] = (await server.db.query<{ open: number }>(
+        'SELECT count(*)::int AS open FROM loan WHERE werk_id = $1 AND returned_at IS NULL',
+        [werkId],
+      )) as [{ open: number }];
       assert.equal(open, 1);
     }
   });
@@ -221,7 +428,12 @@ describe('two librarians lending the same work at the same moment', () => {
 describe('a title with markup, an ampersand and quotes', () => {
   test('comes back escaped and intact in HTML, XML and JSON', async () => {
     const titel = '<script>alert(1)</script> & "Zitat"';
-    const res = await asUser(server.origin, 'jmueller', { method: 'POST', path: '/person/juergen-mueller/werke', format: 'json', body: werkBody('json', { titel }) });
+    const res = await asUser(server.origin, 'jmueller', {
+      method: 'POST',
+      path: '/person/juergen-mueller/werke',
+      format: 'json',
+      body: werkBody('json', { titel }),
+    });
     assert.equal(res.status, 201);
     const id = Number(res.headers.get('location')?.split('/').pop());
     const [row] = await server.db.query('SELECT titel FROM werk WHERE id = $1', [id]);
@@ -230,12 +442,19 @@ describe('a title with markup, an ampersand and quotes', () => {
     assert.ok(html.includes('<h1>&lt;script&gt;alert(1)&lt;/script&gt; &amp; &#34;Zitat&#34;</h1>'), html);
     assert.doesNotMatch(html, /<script>/);
     const person = await (await fetch(`${server.origin}/person/juergen-mueller.html`)).text();
-    assert.ok(person.includes(`<li><a href="werk/${id}">&lt;script&gt;alert(1)&lt;/script&gt; &amp; &#34;Zitat&#34;</a></li>`));
+    assert.ok(
+      person.includes(`<li><a href="werk/${id}">&lt;script&gt;alert(1)&lt;/script&gt; &amp; &#34;Zitat&#34;</a></li>`),
+    );
     const xml = await (await fetch(`${server.origin}/werk/${id}.xml`)).text();
     assert.ok(xml.includes('<titel>&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;Zitat&quot;</titel>'), xml);
     assert.equal((await readJson(await fetch(`${server.origin}/werk/${id}.json`))).titel, titel);
     // Sent back as XML, the title arrives as it was.
-    const xmlPut = await asUser(server.origin, 'jmueller', { method: 'PUT', path: `/werk/${id}.json`, format: 'xml', body: werkBody('xml', { titel }) });
+    const xmlPut = await asUser(server.origin, 'jmueller', {
+      method: 'PUT',
+      path: `/werk/${id}.json`,
+      format: 'xml',
+      body: werkBody('xml', { titel }),
+    });
     assert.equal(xmlPut.status, 200);
     assert.deepEqual(await server.db.query('SELECT titel FROM werk WHERE id = $1', [id]), [{ titel }]);
   });

@@ -30,29 +30,67 @@ before(async () => {
 });
 after(() => server?.close());
 
-const scripts = readdirSync(path.join(root, 'scripts')).filter((f) => f.endsWith('.ts')).map((f) => f.replace(/\.ts$/, ''));
+const scripts = readdirSync(path.join(root, 'scripts'))
+  .filter((f) => f.endsWith('.ts'))
+  .map((f) => f.replace(/\.ts$/, ''));
 const allowed = (target: string) => robots.isAllowed(server.origin + target, 'AnyBot') === true;
 
 /** One address for each rule of the rewrite table that leads to a script (checked below: none is missing). */
 const addresses = [
-  '/', '/index', '/personen', '/person/1', '/person/max-muster', '/werk/1', '/search', '/entlehnte/2', '/entlehnte/2/1', '/login', '/logout', '/me',
-  '/personen/neu', '/person/1/bearbeiten', '/person/max-muster/bearbeiten', '/person/1/werke', '/person/max-muster/werke',
-  '/person/1/werke/neu', '/person/max-muster/werke/neu', '/werk/1/bearbeiten', '/person/1/loeschen', '/person/max-muster/loeschen',
-  '/werk/1/loeschen', '/person/1/bild', '/person/max-muster/bild', '/feed', '/person/1/feed', '/person/max-muster/feed',
-  '/sitemap', '/robots.txt', '/openapi',
+  '/',
+  '/index',
+  '/personen',
+  '/person/1',
+  '/person/max-muster',
+  '/werk/1',
+  '/search',
+  '/entlehnte/2',
+  '/entlehnte/2/1',
+  '/login',
+  '/logout',
+  '/me',
+  '/personen/neu',
+  '/person/1/bearbeiten',
+  '/person/max-muster/bearbeiten',
+  '/person/1/werke',
+  '/person/max-muster/werke',
+  '/person/1/werke/neu',
+  '/person/max-muster/werke/neu',
+  '/werk/1/bearbeiten',
+  '/person/1/loeschen',
+  '/person/max-muster/loeschen',
+  '/werk/1/loeschen',
+  '/person/1/bild',
+  '/person/max-muster/bild',
+  '/feed',
+  '/person/1/feed',
+  '/person/max-muster/feed',
+  '/sitemap',
+  '/robots.txt',
+  '/openapi',
 ];
 
 /** Each address in both styles: the rewritten one, and the script's own (/person-bearbeiten.php?pid=1) that the rule leads to. */
 async function bothStyles(): Promise<{ rewritten: string; script: string; rule: number }[]> {
-  const rules = await loadRules(path.join(root, 'rewrite-rules.json'), { scriptExists: (name) => scripts.includes(name) });
+  const rules = await loadRules(path.join(root, 'rewrite-rules.json'), {
+    scriptExists: (name) => scripts.includes(name),
+  });
   const scriptRules = rules.rules.flatMap((rule) => (/\.php(\?|$)/.test(rule.source.substitution) ? [rule.index] : []));
   const pairs = addresses.map((rewritten) => {
     const decision = rewriteUrl(rules, { path: rewritten, query: '' });
     assert.ok(decision.kind === 'pass' && decision.rule !== null, `${rewritten} reaches a script through a rule`);
-    return { rewritten, script: decision.query ? `${decision.path}?${decision.query}` : decision.path, rule: decision.rule };
+    return {
+      rewritten,
+      script: decision.query ? `${decision.path}?${decision.query}` : decision.path,
+      rule: decision.rule,
+    };
   });
   const missing = scriptRules.filter((i) => !pairs.some((p) => p.rule === i));
-  assert.deepEqual(missing.map((i) => rules.rules[i]?.source.pattern), [], 'every rule that leads to a script has an address here');
+  assert.deepEqual(
+    missing.map((i) => rules.rules[i]?.source.pattern),
+    [],
+    'every rule that leads to a script has an address here',
+  );
   return pairs;
 }
 
@@ -70,17 +108,37 @@ describe('robots.txt', () => {
     for (const { rewritten, script } of await bothStyles()) {
       for (const target of [rewritten, script]) {
         const open = await isPublic(target);
-        if (allowed(target) !== open) wrong.push(`${target} is ${open ? 'public' : 'not public'} but ${open ? 'disallowed' : 'allowed'}`);
+        if (allowed(target) !== open)
+          wrong.push(`${target} is ${open ? 'public' : 'not public'} but ${open ? 'disallowed' : 'allowed'}`);
       }
     }
     assert.deepEqual(wrong, []);
   });
 
   test('leaves out the forms with every suffix and query, and leaves the documents and files open', () => {
-    for (const target of ['/person/max-muster/bearbeiten.json', '/werk/7/loeschen.html', '/person/max-muster/bild?x=1', '/login?back=/person/max-muster', '/login.php?back=/', '/me.json', '/entlehnte.php?uid=2']) {
+    for (const target of [
+      '/person/max-muster/bearbeiten.json',
+      '/werk/7/loeschen.html',
+      '/person/max-muster/bild?x=1',
+      '/login?back=/person/max-muster',
+      '/login.php?back=/',
+      '/me.json',
+      '/entlehnte.php?uid=2',
+    ]) {
       assert.equal(allowed(target), false, target);
     }
-    for (const target of ['/person/max-muster.xml', '/werk/7.json', '/personen?offset=50', '/person.php?pid=1', '/bilder/0123456789abcdef0123456789abcdef-480.webp', '/img/max-muster.svg', '/css/site.css', '/js/site.js', '/favicon.ico', '/sitemap.xml']) {
+    for (const target of [
+      '/person/max-muster.xml',
+      '/werk/7.json',
+      '/personen?offset=50',
+      '/person.php?pid=1',
+      '/bilder/0123456789abcdef0123456789abcdef-480.webp',
+      '/img/max-muster.svg',
+      '/css/site.css',
+      '/js/site.js',
+      '/favicon.ico',
+      '/sitemap.xml',
+    ]) {
       assert.equal(allowed(target), true, target);
     }
   });
@@ -88,7 +146,11 @@ describe('robots.txt', () => {
   test('is text whatever Accept asks, as crawlers ask for text/plain alone too', async () => {
     for (const accept of ['text/plain', 'text/plain, */*;q=0.1', 'text/html', 'application/json', '*/*']) {
       const res = await fetch(`${server.origin}/robots.txt`, { headers: { accept } });
-      assert.deepEqual([res.status, res.headers.get('content-type'), await res.text()], [200, 'text/plain; charset=utf-8', robotsText], accept);
+      assert.deepEqual(
+        [res.status, res.headers.get('content-type'), await res.text()],
+        [200, 'text/plain; charset=utf-8', robotsText],
+        accept,
+      );
     }
   });
 
@@ -97,7 +159,10 @@ describe('robots.txt', () => {
     const lines = robotsText.split('\n').filter((line) => line.startsWith('Disallow: '));
     for (const line of lines) {
       const alone = robotsParser(`${server.origin}/robots.txt`, `User-agent: *\n${line}\n`);
-      assert.ok(targets.some((t) => alone.isDisallowed(server.origin + t, 'AnyBot')), `${line} leaves out no address of the site`);
+      assert.ok(
+        targets.some((t) => alone.isDisallowed(server.origin + t, 'AnyBot')),
+        `${line} leaves out no address of the site`,
+      );
     }
     assert.deepEqual(robots.getSitemaps(), [`${server.origin}/sitemap.xml`]);
   });
@@ -143,11 +208,13 @@ async function crawl(keepsTo: { robots: boolean; nofollow: boolean }, limit = 20
       continue;
     }
     const html = await res.text();
-    if ((html.match(/<meta name="description" content="[^"]+">/g) ?? []).length !== 1) undescribed.push(address.slice(server.origin.length));
+    if ((html.match(/<meta name="description" content="[^"]+">/g) ?? []).length !== 1)
+      undescribed.push(address.slice(server.origin.length));
     for (const link of linksOf(html, res.url)) {
       if (link.url.origin !== server.origin) continue;
       const left = !allowed(link.url.pathname + link.url.search);
-      if (left && !link.nofollow && link.tag === 'a') unmarked.push(`${address.slice(server.origin.length)} → ${link.url.pathname}${link.url.search}`);
+      if (left && !link.nofollow && link.tag === 'a')
+        unmarked.push(`${address.slice(server.origin.length)} → ${link.url.pathname}${link.url.search}`);
       if ((left && keepsTo.robots) || (link.nofollow && keepsTo.nofollow) || seen.has(link.url.href)) continue;
       seen.add(link.url.href);
       queue.push(link.url.href);
@@ -156,7 +223,8 @@ async function crawl(keepsTo: { robots: boolean; nofollow: boolean }, limit = 20
   return { answers, unmarked, undescribed };
 }
 
-const failures = (answers: Map<string, number>) => [...answers].filter(([, status]) => status !== 200).map(([address, status]) => `${status} ${address}`);
+const failures = (answers: Map<string, number>) =>
+  [...answers].filter(([, status]) => status !== 200).map(([address, status]) => `${status} ${address}`);
 
 describe('a crawler from the start page', () => {
   // The crawl that keeps to robots.txt, made once for the tests that read it.
@@ -169,7 +237,16 @@ describe('a crawler from the start page', () => {
     assert.deepEqual(failures(answers), []);
     // The demo data's persons, works, their feeds and representations, the files: far more than a few pages, far fewer than the bound.
     assert.ok(answers.size > 100 && answers.size < 2000, `${answers.size} addresses`);
-    for (const address of ['/personen', '/person/max-muster', '/werk/1', '/search', '/feed', '/person/max-muster.json', '/css/site.css', '/js/site.js']) {
+    for (const address of [
+      '/personen',
+      '/person/max-muster',
+      '/werk/1',
+      '/search',
+      '/feed',
+      '/person/max-muster.json',
+      '/css/site.css',
+      '/js/site.js',
+    ]) {
       assert.equal(answers.get(address), 200, address);
     }
   });
@@ -198,18 +275,27 @@ describe('/favicon.ico', () => {
     const ico = Buffer.from(await res.arrayBuffer());
     // ICONDIR: reserved 0, type 1 (icon), the count; then one 16-byte entry per picture, each a PNG here.
     assert.deepEqual([ico.readUInt16LE(0), ico.readUInt16LE(2), ico.readUInt16LE(4)], [0, 1, 2]);
-    const pictures = await Promise.all([0, 1].map(async (i) => {
-      const entry = 6 + 16 * i;
-      const bytes = ico.subarray(ico.readUInt32LE(entry + 12), ico.readUInt32LE(entry + 12) + ico.readUInt32LE(entry + 8));
-      const { format, width, height } = await sharp(bytes).metadata();
-      return { declared: [ico.readUInt8(entry), ico.readUInt8(entry + 1)], format, width, height };
-    }));
+    const pictures = await Promise.all(
+      [0, 1].map(async (i) => {
+        const entry = 6 + 16 * i;
+        const bytes = ico.subarray(
+          ico.readUInt32LE(entry + 12),
+          ico.readUInt32LE(entry + 12) + ico.readUInt32LE(entry + 8),
+        );
+        const { format, width, height } = await sharp(bytes).metadata();
+        return { declared: [ico.readUInt8(entry), ico.readUInt8(entry + 1)], format, width, height };
+      }),
+    );
     assert.deepEqual(pictures, [
       { declared: [16, 16], format: 'png', width: 16, height: 16 },
       { declared: [32, 32], format: 'png', width: 32, height: 32 },
     ]);
     for (const page of ['/', '/person/max-muster', '/login']) {
-      assert.match(await (await fetch(server.origin + page)).text(), /<base href="\/">\n<link rel="stylesheet" href="css\/site.css">\n<link rel="icon" href="favicon.ico" sizes="16x16 32x32">\n/, page);
+      assert.match(
+        await (await fetch(server.origin + page)).text(),
+        /<base href="\/">\n<link rel="stylesheet" href="css\/site.css">\n<link rel="icon" href="favicon.ico" sizes="16x16 32x32">\n/,
+        page,
+      );
     }
   });
 });
@@ -220,20 +306,38 @@ describe('the meta description', () => {
     return /<meta name="description" content="([^"]*)">/.exec(html)?.[1] ?? null;
   };
 
-  test('says what each public page holds: the counts, a person\'s works, a work\'s creator, a search\'s results', async () => {
-    const [counts] = await server.db.query<{ personen: number; werke: number }>('SELECT (SELECT count(*)::int FROM person) AS personen, (SELECT count(*)::int FROM werk) AS werke');
-    const titles = (await server.db.query<{ titel: string }>(`SELECT w.titel FROM werk w JOIN person p ON p.id = w.person_id WHERE p.slug = 'max-muster' ORDER BY w.titel, w.id`)).map((w) => w.titel);
+  test("says what each public page holds: the counts, a person's works, a work's creator, a search's results", async () => {
+    const [counts] = await server.db.query<{ personen: number; werke: number }>(
+      'SELECT (SELECT count(*)::int FROM person) AS personen, (SELECT count(*)::int FROM werk) AS werke',
+    );
+    const titles = (
+      await server.db.query<{ titel: string }>(
+        `SELECT w.titel FROM werk w JOIN person p ON p.id = w.person_id WHERE p.slug = 'max-muster' ORDER BY w.titel, w.id`,
+      )
+    ).map((w) => w.titel);
     assert.equal(titles.length, 5);
-    assert.deepEqual(await Promise.all(['/', '/personen', '/person/max-muster', '/search', '/login'].map(descriptionOf)), [
-      `Persons and their works: ${counts?.personen} persons with ${counts?.werke} works, each in HTML, XML and JSON. Search names and titles, or see the newest works.`,
-      `The ${counts?.personen} persons of the portfolio by last name, each with the number of their works.`,
-      `Max Muster has 5 works in the portfolio: ${titles.slice(0, 3).join(' · ')} · ….`,
-      'Search the persons and works of the portfolio by name, title, description, type and year.',
-      null,
-    ]);
-    assert.equal(await descriptionOf('/personen?offset=10'), `Persons 11 to ${Math.min(60, counts?.personen ?? 0)} of the ${counts?.personen} of the portfolio by last name, each with the number of their works.`);
-    assert.equal(await descriptionOf('/search?query=title,exact,Hafen%20im%20Nebel'), '1 result for title exact &#34;Hafen im Nebel&#34;.');
-    assert.equal(await descriptionOf('/search?query=any,contains,zzzqqq'), 'No results for any contains &#34;zzzqqq&#34;.');
+    assert.deepEqual(
+      await Promise.all(['/', '/personen', '/person/max-muster', '/search', '/login'].map(descriptionOf)),
+      [
+        `Persons and their works: ${counts?.personen} persons with ${counts?.werke} works, each in HTML, XML and JSON. Search names and titles, or see the newest works.`,
+        `The ${counts?.personen} persons of the portfolio by last name, each with the number of their works.`,
+        `Max Muster has 5 works in the portfolio: ${titles.slice(0, 3).join(' · ')} · ….`,
+        'Search the persons and works of the portfolio by name, title, description, type and year.',
+        null,
+      ],
+    );
+    assert.equal(
+      await descriptionOf('/personen?offset=10'),
+      `Persons 11 to ${Math.min(60, counts?.personen ?? 0)} of the ${counts?.personen} of the portfolio by last name, each with the number of their works.`,
+    );
+    assert.equal(
+      await descriptionOf('/search?query=title,exact,Hafen%20im%20Nebel'),
+      '1 result for title exact &#34;Hafen im Nebel&#34;.',
+    );
+    assert.equal(
+      await descriptionOf('/search?query=any,contains,zzzqqq'),
+      'No results for any contains &#34;zzzqqq&#34;.',
+    );
   });
 
   test('of a work is its title, type, creator, year and the start of its description: escaped, on one line, at most 160 characters', async () => {
@@ -243,8 +347,13 @@ describe('the meta description', () => {
       ['<i>Kursiv</i> & "Zitat"', beschreibung],
     );
     try {
-      const expected = `<i>Kursiv</i> & "Zitat": Roman by Max Muster, 1999. ${beschreibung.replace(/\s+/g, ' ')}`.slice(0, 160) + '…';
-      const escaped = expected.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&#34;');
+      const expected =
+        `<i>Kursiv</i> & "Zitat": Roman by Max Muster, 1999. ${beschreibung.replace(/\s+/g, ' ')}`.slice(0, 160) + '…';
+      const escaped = expected
+        .replace(/&/g, '&amp;')
+        .replace(/</g, '&lt;')
+        .replace(/>/g, '&gt;')
+        .replace(/"/g, '&#34;');
       assert.equal(await descriptionOf(`/werk/${row?.id}`), escaped);
       assert.equal([...expected].length, 161);
     } finally {

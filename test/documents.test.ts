@@ -21,7 +21,13 @@ const fetchJson = async (path: string) => readJson(await fetch(server.origin + p
 
 describe('the work', () => {
   test('JSON carries title, year, kind, description and links to its person and the person list', async () => {
-    const [werk] = await server.db.query<{ id: number; titel: string; jahr: number; art: string; beschreibung: string }>(
+    const [werk] = await server.db.query<{
+      id: number;
+      titel: string;
+      jahr: number;
+      art: string;
+      beschreibung: string;
+    }>(
       `SELECT w.id, w.titel, w.jahr, w.art, w.beschreibung FROM werk w JOIN person p ON p.id = w.person_id WHERE p.slug = 'max-muster' ORDER BY w.id LIMIT 1`,
     );
     assert.ok(werk);
@@ -38,7 +44,10 @@ describe('the work', () => {
 
   test('XML has root werk with ref and the person link', async () => {
     const xml = await fetchText('/werk/1.xml');
-    assert.match(xml, new RegExp(`^<\\?xml version="1.0" encoding="UTF-8"\\?>\\n<werk ref="${server.origin}/werk/1">\\n  <titel>`));
+    assert.match(
+      xml,
+      new RegExp(`^<\\?xml version="1.0" encoding="UTF-8"\\?>\\n<werk ref="${server.origin}/werk/1">\\n  <titel>`),
+    );
     assert.match(xml, new RegExp(`<person ref="${server.origin}/person/max-muster">\\n    <vorname>Max</vorname>`));
     assert.match(xml, new RegExp(`<personen ref="${server.origin}/personen"/>`));
   });
@@ -56,10 +65,16 @@ describe('the work', () => {
 
   test('a title with markup and quotes comes back escaped and intact in every representation', async () => {
     const titel = `<script>alert(1)</script> & "Zitat" 'x'`;
-    const [row] = await server.db.query<{ id: number }>('INSERT INTO werk (person_id, titel) VALUES (1, $1) RETURNING id', [titel]);
+    const [row] = await server.db.query<{ id: number }>(
+      'INSERT INTO werk (person_id, titel) VALUES (1, $1) RETURNING id',
+      [titel],
+    );
     const id = row?.id as number;
     assert.equal((await fetchJson(`/werk/${id}.json`)).titel, titel);
-    assert.match(await fetchText(`/werk/${id}.xml`), /<titel>&lt;script&gt;alert\(1\)&lt;\/script&gt; &amp; &quot;Zitat&quot; &apos;x&apos;<\/titel>/);
+    assert.match(
+      await fetchText(`/werk/${id}.xml`),
+      /<titel>&lt;script&gt;alert\(1\)&lt;\/script&gt; &amp; &quot;Zitat&quot; &apos;x&apos;<\/titel>/,
+    );
     const html = await fetchText(`/werk/${id}`);
     assert.match(html, /<h1>&lt;script&gt;alert\(1\)&lt;\/script&gt; &amp; &#34;Zitat&#34; &#39;x&#39;<\/h1>/);
     assert.doesNotMatch(html, /<script>/);
@@ -77,8 +92,13 @@ describe('the person list', () => {
     assert.equal(list.previous, null);
     assert.equal(list.next, null);
     // In the database's collation, whatever the server's locale is.
-    const ordered = await server.db.query<{ nachname: string }>('SELECT nachname FROM person ORDER BY nachname, vorname, id');
-    assert.deepEqual(list.person.map((p: { nachname: string }) => p.nachname), ordered.map((p) => p.nachname));
+    const ordered = await server.db.query<{ nachname: string }>(
+      'SELECT nachname FROM person ORDER BY nachname, vorname, id',
+    );
+    assert.deepEqual(
+      list.person.map((p: { nachname: string }) => p.nachname),
+      ordered.map((p) => p.nachname),
+    );
     const max = list.person.find((p: { vorname: string }) => p.vorname === 'Max');
     assert.equal(max.url, `${server.origin}/person/max-muster`);
     assert.ok(list.person.some((p: { nachname: string }) => /[äöüß]/i.test(p.nachname)));
@@ -96,7 +116,12 @@ describe('the person list', () => {
       assert.equal(second.previous, `${server.origin}/personen`);
       assert.equal(second.next, null);
       const xml = await fetchText('/personen.xml?offset=50');
-      assert.match(xml, new RegExp(`<personen ref="${server.origin}/personen\\?offset=50" total="${first.total}" offset="50" limit="50">\\n  <previous ref="${server.origin}/personen"/>\\n  <person ref=`));
+      assert.match(
+        xml,
+        new RegExp(
+          `<personen ref="${server.origin}/personen\\?offset=50" total="${first.total}" offset="50" limit="50">\\n  <previous ref="${server.origin}/personen"/>\\n  <person ref=`,
+        ),
+      );
       const html = await fetchText('/personen?offset=50');
       assert.match(html, /<a rel="prev" href="personen">/);
     } finally {
@@ -119,12 +144,19 @@ describe('a page of the person list, however deep', () => {
     testDb = await openTestDb();
     await migrate(testDb.db, path.join(root, 'sql'));
     await generateData(testDb.db, { persons: 400, works: 3, seed: 11, replace: true });
-    await testDb.db.query(`UPDATE person SET nachname = 'Gleich', vorname = 'Anna' WHERE id IN (SELECT id FROM person ORDER BY nachname, vorname, id OFFSET 48 LIMIT 3)`);
-    await testDb.db.query(`UPDATE person SET nachname = 'Gleich', vorname = 'Bert' WHERE id IN (SELECT id FROM person ORDER BY nachname, vorname, id OFFSET 98 LIMIT 2)`);
-    const recording: Db = { ...testDb.db, query: (sql, params, options) => {
-      statements.push({ sql, params: params ?? [] });
-      return testDb.db.query(sql, params, options);
-    } };
+    await testDb.db.query(
+      `UPDATE person SET nachname = 'Gleich', vorname = 'Anna' WHERE id IN (SELECT id FROM person ORDER BY nachname, vorname, id OFFSET 48 LIMIT 3)`,
+    );
+    await testDb.db.query(
+      `UPDATE person SET nachname = 'Gleich', vorname = 'Bert' WHERE id IN (SELECT id FROM person ORDER BY nachname, vorname, id OFFSET 98 LIMIT 2)`,
+    );
+    const recording: Db = {
+      ...testDb.db,
+      query: (sql, params, options) => {
+        statements.push({ sql, params: params ?? [] });
+        return testDb.db.query(sql, params, options);
+      },
+    };
     deep = await startTestServer({ DEMO_DATA: '0' }, { db: { ...testDb, db: recording, drop: async () => {} } });
   });
   after(async () => {
@@ -139,13 +171,22 @@ describe('a page of the person list, however deep', () => {
     for (const offset of [0, 1, 49, 50, 51, 99, 100, 101, 350, 375, 399, 400, 401, 5000]) {
       const list = await page(offset);
       const expected = all.slice(offset, offset + 50).map((p) => `${deep.origin}/person/${p.slug}`);
-      assert.deepEqual(list.person.map((p: { url: string }) => p.url), expected, `offset ${offset}`);
+      assert.deepEqual(
+        list.person.map((p: { url: string }) => p.url),
+        expected,
+        `offset ${offset}`,
+      );
       assert.equal(list.total, 400);
     }
   });
 
   test('reads its own persons and their works only: a deep page costs what the first does', async () => {
-    for (const [offset, persons] of [[0, 50], [200, 50], [350, 50], [375, 25]] as const) {
+    for (const [offset, persons] of [
+      [0, 50],
+      [200, 50],
+      [350, 50],
+      [375, 25],
+    ] as const) {
       // Once to remember the total and where each page begins, then measured.
       await page(offset);
       statements.length = 0;
@@ -158,11 +199,16 @@ describe('a page of the person list, however deep', () => {
 });
 
 /** The rows the tables gave to the statements sent, summed over their plans (EXPLAIN ANALYZE, run again). */
-async function rowsRead(db: Db, sent: { sql: string; params: readonly unknown[] }[], tables: string[]): Promise<Record<string, number>> {
+async function rowsRead(
+  db: Db,
+  sent: { sql: string; params: readonly unknown[] }[],
+  tables: string[],
+): Promise<Record<string, number>> {
   const read: Record<string, number> = Object.fromEntries(tables.map((table) => [table, 0]));
   const walk = (node: Plan) => {
     const table = node['Relation Name'];
-    if (table !== undefined && table in read) read[table] = (read[table] as number) + node['Actual Rows'] * node['Actual Loops'];
+    if (table !== undefined && table in read)
+      read[table] = (read[table] as number) + node['Actual Rows'] * node['Actual Loops'];
     for (const child of node.Plans ?? []) walk(child);
   };
   for (const { sql, params } of sent) {
@@ -183,7 +229,9 @@ interface Plan {
 describe('the start page', () => {
   test('JSON counts persons and works and links the list, the search and the newest works', async () => {
     const start = await fetchJson('/index.json');
-    const [counts] = await server.db.query<{ p: number; w: number }>('SELECT (SELECT count(*)::int FROM person) AS p, (SELECT count(*)::int FROM werk) AS w');
+    const [counts] = await server.db.query<{ p: number; w: number }>(
+      'SELECT (SELECT count(*)::int FROM person) AS p, (SELECT count(*)::int FROM werk) AS w',
+    );
     assert.equal(start.url, `${server.origin}/`);
     assert.deepEqual(start.personen, { anzahl: counts?.p, url: `${server.origin}/personen` });
     assert.deepEqual(start.werke, { anzahl: counts?.w });
@@ -201,6 +249,9 @@ describe('the start page', () => {
 
   test('the start page at / links its alternates as /index.<suffix>', async () => {
     const res = await fetch(`${server.origin}/`);
-    assert.match(res.headers.get('link') as string, new RegExp(`<${server.origin}/>; rel="canonical", <${server.origin}/index.html>; rel="alternate"`));
+    assert.match(
+      res.headers.get('link') as string,
+      new RegExp(`<${server.origin}/>; rel="canonical", <${server.origin}/index.html>; rel="alternate"`),
+    );
   });
 });

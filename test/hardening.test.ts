@@ -33,12 +33,22 @@ describe('XML bodies with reserved names or deep nesting', () => {
       cookie ??= await logInAs(server.origin, 'bibliothek');
       const before = server.errorLog().split('\n').length;
       const res = await fetch(`${server.origin}/personen`, {
-        method: 'POST', headers: { 'content-type': 'application/xml', accept: 'application/json', cookie }, body,
+        method: 'POST',
+        headers: { 'content-type': 'application/xml', accept: 'application/json', cookie },
+        body,
       });
       assert.equal(res.status, 400);
       const problem = await readJson(res);
-      assert.match(problem.detail, what === 'nesting' ? /nests elements more than 32 deep/ : new RegExp(`uses the name "${what}", which is not accepted`));
-      const lines = (await waitFor(server.errorLog, (log) => log.split('\n').length > before)).split('\n').slice(before - 1).filter(Boolean);
+      assert.match(
+        problem.detail,
+        what === 'nesting'
+          ? /nests elements more than 32 deep/
+          : new RegExp(`uses the name "${what}", which is not accepted`),
+      );
+      const lines = (await waitFor(server.errorLog, (log) => log.split('\n').length > before))
+        .split('\n')
+        .slice(before - 1)
+        .filter(Boolean);
       assert.equal(lines.length, 1, lines.join('\n'));
       assert.match(lines[0] as string, /\[app:warn\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] The XML body .* \(400\)$/);
       assert.doesNotMatch(lines[0] as string, /SECURITY|\bat [\w.<>]+ \(|\.[jt]s:\d+/);
@@ -47,7 +57,7 @@ describe('XML bodies with reserved names or deep nesting', () => {
 });
 
 describe('a work on loan, deleted by its owner', () => {
-  test('is 409 without the borrower\'s name; a librarian is told who has it', async () => {
+  test("is 409 without the borrower's name; a librarian is told who has it", async () => {
     // Werk 7 ("Über das Meer", Jürgen Müller's) is on loan to mmuster in the demo data.
     const owner = await asUser(server.origin, 'jmueller', { method: 'DELETE', path: '/werk/7', format: 'json' });
     assert.equal(owner.status, 409);
@@ -55,7 +65,10 @@ describe('a work on loan, deleted by its owner', () => {
     assert.equal(detail, 'The work was not deleted: it is on loan; a librarian records the return first.');
     const librarian = await asUser(server.origin, 'bibliothek', { method: 'DELETE', path: '/werk/7', format: 'json' });
     assert.equal(librarian.status, 409);
-    assert.equal((await readJson(librarian)).detail, 'The work was not deleted: it is on loan to mmuster; record its return first.');
+    assert.equal(
+      (await readJson(librarian)).detail,
+      'The work was not deleted: it is on loan to mmuster; record its return first.',
+    );
   });
 });
 
@@ -76,8 +89,10 @@ describe('the port of an allowed Host', () => {
 
   test('the port the server listens on and the default port build the links, each written one way', async () => {
     const port = new URL(server.origin).port;
-    for (const host of [`localhost:${port}`, `LOCALHOST:${port}`]) assert.match(await linkOf(host), new RegExp(`^http://localhost:${port}/werk/\\d+$`), host);
-    for (const host of ['localhost', 'localhost:80', 'localhost:080', 'localhost:00080']) assert.match(await linkOf(host), /^http:\/\/localhost\/werk\/\d+$/, host);
+    for (const host of [`localhost:${port}`, `LOCALHOST:${port}`])
+      assert.match(await linkOf(host), new RegExp(`^http://localhost:${port}/werk/\\d+$`), host);
+    for (const host of ['localhost', 'localhost:80', 'localhost:080', 'localhost:00080'])
+      assert.match(await linkOf(host), /^http:\/\/localhost\/werk\/\d+$/, host);
   });
 
   test('any other port is 400: varying it makes no new origin, and so no new kept document', async () => {
@@ -85,17 +100,29 @@ describe('the port of an allowed Host', () => {
       const res = await rawRequest(server.origin, '/personen.json', { headers: { host } });
       assert.equal(res.status, 400, host);
       const name = host.split(':')[0] as string;
-      assert.equal(JSON.parse(res.body).detail, `The host ${host} is not served here: ${name} is served at port 80 and at the port this server listens on; add ${host} to ALLOWED_HOSTS or set BASE_URL.`);
+      assert.equal(
+        JSON.parse(res.body).detail,
+        `The host ${host} is not served here: ${name} is served at port 80 and at the port this server listens on; add ${host} to ALLOWED_HOSTS or set BASE_URL.`,
+      );
       assert.doesNotMatch(res.body, /https?:\/\//);
     }
   });
 
   test('a port ALLOWED_HOSTS names with the host is served for that host', async () => {
-    const named = await startTestServer({ NODE_ENV: 'production', ALLOWED_HOSTS: 'localhost,localhost:8443' }, { db: { db: server.db, url: null, drop: async () => {} } });
+    const named = await startTestServer(
+      { NODE_ENV: 'production', ALLOWED_HOSTS: 'localhost,localhost:8443' },
+      { db: { db: server.db, url: null, drop: async () => {} } },
+    );
     try {
       assert.match(await linkOf('localhost:8443', named.origin), /^http:\/\/localhost:8443\/werk\/\d+$/);
-      assert.equal((await rawRequest(named.origin, '/personen.json', { headers: { host: 'localhost:8444' } })).status, 400);
-      assert.equal((await rawRequest(named.origin, '/personen.json', { headers: { host: '127.0.0.1:8443' } })).status, 400);
+      assert.equal(
+        (await rawRequest(named.origin, '/personen.json', { headers: { host: 'localhost:8444' } })).status,
+        400,
+      );
+      assert.equal(
+        (await rawRequest(named.origin, '/personen.json', { headers: { host: '127.0.0.1:8443' } })).status,
+        400,
+      );
     } finally {
       await named.close();
     }
@@ -106,21 +133,41 @@ describe('scanner probes for scripts', () => {
   const filter = '/etc/fail2ban/filter.d/apache-noscript.conf';
   const skip = missingTool(filter, 'fail2ban');
 
-  test('each write the line Apache writes for a missing file, which fail2ban\'s apache-noscript filter counts', { skip }, async () => {
-    const probes = ['/wp-login.php', '/wp-admin/install.php', '/phpmyadmin/index.php', '/cgi-bin/test.cgi', '/xmlrpc.php?rsd'];
+  test("each write the line Apache writes for a missing file, which fail2ban's apache-noscript filter counts", {
+    skip,
+  }, async () => {
+    const probes = [
+      '/wp-login.php',
+      '/wp-admin/install.php',
+      '/phpmyadmin/index.php',
+      '/cgi-bin/test.cgi',
+      '/xmlrpc.php?rsd',
+    ];
     const before = server.errorLog();
     for (const probe of probes) assert.equal((await fetch(server.origin + probe)).status, 404, probe);
     assert.equal((await fetch(`${server.origin}/apple-touch-icon.png`)).status, 404);
     const log = await waitFor(server.errorLog, (text) => (text.match(/AH00128/g) ?? []).length >= probes.length);
-    const lines = log.slice(before.length).split('\n').filter((line) => line.includes('AH00128'));
+    const lines = log
+      .slice(before.length)
+      .split('\n')
+      .filter((line) => line.includes('AH00128'));
     assert.equal(lines.length, probes.length, lines.join('\n'));
-    assert.match(lines[0] as string, /^\[[^\]]+\] \[core:info\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] AH00128: File does not exist: \/\S+\/public\/wp-login\.php$/);
+    assert.match(
+      lines[0] as string,
+      /^\[[^\]]+\] \[core:info\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] AH00128: File does not exist: \/\S+\/public\/wp-login\.php$/,
+    );
     const dir = mkdtempSync(path.join(os.tmpdir(), 'noscript-'));
     try {
       writeFileSync(path.join(dir, 'error.log'), `${lines.join('\n')}\n`);
-      const { stdout } = await promisify(execFile)('fail2ban-regex', [path.join(dir, 'error.log'), filter], { timeout: 60_000 });
+      const { stdout } = await promisify(execFile)('fail2ban-regex', [path.join(dir, 'error.log'), filter], {
+        timeout: 60_000,
+      });
       const summary = /^Lines: (\d+) lines, (\d+) ignored, (\d+) matched, (\d+) missed/m.exec(stdout);
-      assert.deepEqual(summary && { matched: Number(summary[3]), missed: Number(summary[4]) }, { matched: probes.length, missed: 0 }, stdout);
+      assert.deepEqual(
+        summary && { matched: Number(summary[3]), missed: Number(summary[4]) },
+        { matched: probes.length, missed: 0 },
+        stdout,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -144,14 +191,21 @@ describe('security headers', () => {
     for (const [what, target, init] of answers) {
       const res = await fetch(server.origin + target, init);
       assert.equal(res.status, init.expect, what);
-      assert.match(res.headers.get('content-security-policy') ?? '', /default-src 'self'.*frame-ancestors 'none'/, what);
+      assert.match(
+        res.headers.get('content-security-policy') ?? '',
+        /default-src 'self'.*frame-ancestors 'none'/,
+        what,
+      );
       assert.equal(res.headers.get('x-content-type-options'), 'nosniff', what);
       assert.equal(res.headers.get('referrer-policy'), 'same-origin', what);
     }
   });
 
   test('a 500 in production carries them', async () => {
-    const failing = await startTestServer({ NODE_ENV: 'production', ...fixtureEnv }, { db: { db: server.db, url: null, drop: async () => {} } });
+    const failing = await startTestServer(
+      { NODE_ENV: 'production', ...fixtureEnv },
+      { db: { db: server.db, url: null, drop: async () => {} } },
+    );
     try {
       const res = await fetch(`${failing.origin}/boom`);
       assert.equal(res.status, 500);
@@ -180,7 +234,11 @@ describe('a crafted Accept header', () => {
   });
 
   test('within the bounds it is ranked as before', async () => {
-    const ranges = [...Array.from({ length: 30 }, (_, i) => `a/b${i};q=0.1`), 'application/json;q=0.9', 'text/html;q=0.5'].join(',');
+    const ranges = [
+      ...Array.from({ length: 30 }, (_, i) => `a/b${i};q=0.1`),
+      'application/json;q=0.9',
+      'text/html;q=0.5',
+    ].join(',');
     const res = await rawRequest(server.origin, '/person/max-muster', { headers: { accept: ranges } });
     assert.equal(res.status, 200);
     assert.match(res.headers['content-type'] ?? '', /^application\/json/);
@@ -189,7 +247,8 @@ describe('a crafted Accept header', () => {
 
 describe('the login form for anonymous visitors', () => {
   test('stores no session row: 100 visits of /login and /login.json leave the session table as it was', async () => {
-    const count = async () => ((await server.db.query<{ n: number }>('SELECT count(*)::int AS n FROM session'))[0] as { n: number }).n;
+    const count = async () =>
+      ((await server.db.query<{ n: number }>('SELECT count(*)::int AS n FROM session'))[0] as { n: number }).n;
     const before = await count();
     for (let i = 0; i < 50; i++) {
       for (const page of ['/login', '/login.json']) {
@@ -202,23 +261,36 @@ describe('the login form for anonymous visitors', () => {
   });
 });
 
-describe('the embedded database\'s folder', () => {
+describe("the embedded database's folder", () => {
   const dirs: string[] = [];
-  const run = (dataDir: string, script: string) => promisify(execFile)(process.execPath, ['--import', 'tsx', '-e', script], {
-    cwd: process.cwd(), env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '' }, timeout: 60_000,
+  const run = (dataDir: string, script: string) =>
+    promisify(execFile)(process.execPath, ['--import', 'tsx', '-e', script], {
+      cwd: process.cwd(),
+      env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '' },
+      timeout: 60_000,
+    });
+  after(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
-  after(() => { for (const dir of dirs) rmSync(dir, { recursive: true, force: true }); });
 
-  test('belongs to one process: a second is refused with the folder and the holder\'s process id', async () => {
+  test("belongs to one process: a second is refused with the folder and the holder's process id", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-data-'));
     dirs.push(dir);
     const { openPglite } = await import('../lib/db/index.ts');
     const first = await openPglite({ dataDir: dir });
     try {
       await first.query('SELECT 1');
-      const second = run(dir, "import { openPglite } from './lib/db/index.ts'; await openPglite({ dataDir: process.env.DATA_DIR });");
+      const second = run(
+        dir,
+        "import { openPglite } from './lib/db/index.ts'; await openPglite({ dataDir: process.env.DATA_DIR });",
+      );
       await assert.rejects(second, (err: { stderr: string }) => {
-        assert.match(err.stderr, new RegExp(`The embedded database in ${dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is in use by process ${process.pid}; stop that server`));
+        assert.match(
+          err.stderr,
+          new RegExp(
+            `The embedded database in ${dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is in use by process ${process.pid}; stop that server`,
+          ),
+        );
         return true;
       });
       assert.deepEqual(await first.query<{ n: number }>('SELECT 1 AS n'), [{ n: 1 }]);
@@ -226,7 +298,10 @@ describe('the embedded database\'s folder', () => {
       await first.close();
     }
     // Closed, the folder is free again.
-    await run(dir, "import { openPglite } from './lib/db/index.ts'; const db = await openPglite({ dataDir: process.env.DATA_DIR }); await db.close();");
+    await run(
+      dir,
+      "import { openPglite } from './lib/db/index.ts'; const db = await openPglite({ dataDir: process.env.DATA_DIR }); await db.close();",
+    );
   });
 
   test('a lock left by a process that is gone is taken over', async () => {
@@ -235,14 +310,20 @@ describe('the embedded database\'s folder', () => {
     // A process that has exited: its id is free (or another process's, with another start time).
     const gone = await promisify(execFile)(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']);
     writeFileSync(path.join(dir, 'portfolio.lock'), `${gone.stdout} 1\n`);
-    await run(dir, "import { openPglite } from './lib/db/index.ts'; const db = await openPglite({ dataDir: process.env.DATA_DIR }); await db.query('SELECT 1'); await db.close();");
+    await run(
+      dir,
+      "import { openPglite } from './lib/db/index.ts'; const db = await openPglite({ dataDir: process.env.DATA_DIR }); await db.query('SELECT 1'); await db.close();",
+    );
     assert.equal(existsSync(path.join(dir, 'portfolio.lock')), false);
   });
 
-  test('is the owner\'s alone: the folder 0700, its files 0600', async () => {
+  test("is the owner's alone: the folder 0700, its files 0600", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-data-'));
     dirs.push(dir);
-    await run(dir, "import { openPglite } from './lib/db/index.ts'; const db = await openPglite({ dataDir: process.env.DATA_DIR }); await db.query('CREATE TABLE t (x int)'); await db.close();");
+    await run(
+      dir,
+      "import { openPglite } from './lib/db/index.ts'; const db = await openPglite({ dataDir: process.env.DATA_DIR }); await db.query('CREATE TABLE t (x int)'); await db.close();",
+    );
     const modes = new Map<string, number>();
     const walk = (folder: string) => {
       modes.set(folder, statSync(folder).mode & 0o777);
@@ -253,7 +334,9 @@ describe('the embedded database\'s folder', () => {
       }
     };
     walk(dir);
-    const open = [...modes].filter(([file, mode]) => (mode & 0o077) !== 0).map(([file, mode]) => `${mode.toString(8)} ${file}`);
+    const open = [...modes]
+      .filter(([file, mode]) => (mode & 0o077) !== 0)
+      .map(([file, mode]) => `${mode.toString(8)} ${file}`);
     assert.deepEqual(open, []);
     assert.ok(modes.size > 100);
   });

@@ -45,7 +45,9 @@ let template: Promise<Blob> | null = null;
  */
 export function pgliteTemplate(): Promise<Blob> {
   template ??= (async () => {
-    const { version } = JSON.parse(readFileSync(path.join(root, 'node_modules/@electric-sql/pglite/package.json'), 'utf8')) as { version: string };
+    const { version } = JSON.parse(
+      readFileSync(path.join(root, 'node_modules/@electric-sql/pglite/package.json'), 'utf8'),
+    ) as { version: string };
     const file = path.join(os.tmpdir(), `portfolio-pglite-${version}.tar`);
     if (!existsSync(file)) {
       const { PGlite } = await import('@electric-sql/pglite');
@@ -103,11 +105,20 @@ export interface TestServer {
 }
 
 /** The application with demo data on a fresh database, listening on 127.0.0.1 with the production limits. */
-export async function startTestServer(env: Env = {}, options: { db?: TestDb; limits?: Partial<ServerLimits> } = {}): Promise<TestServer> {
+export async function startTestServer(
+  env: Env = {},
+  options: { db?: TestDb; limits?: Partial<ServerLimits> } = {},
+): Promise<TestServer> {
   const testDb = options.db ?? (await openTestDb());
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-logs-'));
   // No snapshot file: the tests' databases are copies of one, which a file of another's would fit.
-  const config = readConfig({ DEMO_DATA: '1', LOG_DIR: logDir, ALLOWED_HOSTS: 'localhost,127.0.0.1', SEARCH_SNAPSHOT: 'off', ...env });
+  const config = readConfig({
+    DEMO_DATA: '1',
+    LOG_DIR: logDir,
+    ALLOWED_HOSTS: 'localhost,127.0.0.1',
+    SEARCH_SNAPSHOT: 'off',
+    ...env,
+  });
   const app = await createApp(config, { db: testDb.db });
   // The tests search from their first request on.
   await app.complete;
@@ -146,21 +157,40 @@ export interface RawResponse {
 }
 
 /** A request with exactly the target and headers given (fetch would normalise them). */
-export async function rawRequest(origin: string, target: string, options: { method?: string; headers?: Record<string, string> } = {}): Promise<RawResponse> {
+export async function rawRequest(
+  origin: string,
+  target: string,
+  options: { method?: string; headers?: Record<string, string> } = {},
+): Promise<RawResponse> {
   const res = await rawBytes(origin, target, options);
   return { ...res, body: res.body.toString('utf8') };
 }
 
 /** The same, with the body as the bytes sent, not decoded (fetch would decompress it). */
-export function rawBytes(origin: string, target: string, options: { method?: string; headers?: Record<string, string> } = {}): Promise<Omit<RawResponse, 'body'> & { body: Buffer }> {
+export function rawBytes(
+  origin: string,
+  target: string,
+  options: { method?: string; headers?: Record<string, string> } = {},
+): Promise<Omit<RawResponse, 'body'> & { body: Buffer }> {
   const url = new URL(origin);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, method: options.method ?? 'GET', path: target, headers: options.headers ?? {} }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method: options.method ?? 'GET',
+        path: target,
+        headers: options.headers ?? {},
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end();
   });

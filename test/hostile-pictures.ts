@@ -40,7 +40,10 @@ export function textChunk(kind: 'tEXt' | 'zTXt' | 'iTXt', keyword: string, bytes
 export function iccpChunk(profile: Buffer, bytes = profile.length): Buffer {
   const padded = Buffer.concat([profile, Buffer.alloc(Math.max(0, bytes - profile.length))]);
   padded.writeUInt32BE(padded.length, 0);
-  return pngChunk('iCCP', Buffer.concat([Buffer.from('ICC Profile\0', 'latin1'), Buffer.from([0]), deflateSync(padded, { level: 9 })]));
+  return pngChunk(
+    'iCCP',
+    Buffer.concat([Buffer.from('ICC Profile\0', 'latin1'), Buffer.from([0]), deflateSync(padded, { level: 9 })]),
+  );
 }
 
 /** An iCCP chunk whose zlib stream breaks off just before its end, after unpacking nearly `bytes` bytes. */

@@ -17,9 +17,21 @@ before(async () => {
 after(() => server.close());
 
 const payloads = [
-  "' OR '1'='1", "' OR 1=1 --", '1; DROP TABLE person; --', "1' UNION SELECT password_hash, 1 FROM account --",
-  "'); DELETE FROM werk; --", "\\'; TRUNCATE loan CASCADE; --", "%' OR '%'='", '1 OR 1=1', '$1', "'||pg_sleep(3)||'",
-  '1)::int; UPDATE account SET role = $$librarian$$; --', "admin'--", '" OR ""="', '1e99', '-1 UNION SELECT 1',
+  "' OR '1'='1",
+  "' OR 1=1 --",
+  '1; DROP TABLE person; --',
+  "1' UNION SELECT password_hash, 1 FROM account --",
+  "'); DELETE FROM werk; --",
+  "\\'; TRUNCATE loan CASCADE; --",
+  "%' OR '%'='",
+  '1 OR 1=1',
+  '$1',
+  "'||pg_sleep(3)||'",
+  '1)::int; UPDATE account SET role = $$librarian$$; --',
+  "admin'--",
+  '" OR ""="',
+  '1e99',
+  '-1 UNION SELECT 1',
 ];
 
 /** Every row of the tables a change could touch, as one comparable string per table. */
@@ -27,10 +39,14 @@ async function snapshot(): Promise<Record<string, string>> {
   const tables = ['person', 'werk', 'account', 'loan', 'schema_migrations'];
   const result: Record<string, string> = {};
   for (const table of tables) {
-    const [row] = await server.db.query<{ rows: string }>(`SELECT coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '') AS rows FROM ${table} t`);
+    const [row] = await server.db.query<{ rows: string }>(
+      `SELECT coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '') AS rows FROM ${table} t`,
+    );
     result[table] = row?.rows ?? '';
   }
-  const [sessions] = await server.db.query<{ n: number }>('SELECT count(*)::int AS n FROM session WHERE account_id IS NOT NULL');
+  const [sessions] = await server.db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM session WHERE account_id IS NOT NULL',
+  );
   result.loggedIn = String(sessions?.n);
   return result;
 }
@@ -38,7 +54,9 @@ async function snapshot(): Promise<Record<string, string>> {
 describe('SQL injection', () => {
   test('in every parameter of every endpoint: no 500, no delay, no match, nothing changed', async () => {
     const before = await snapshot();
-    const [counted] = await server.db.query<{ n: number }>('SELECT ((SELECT count(*) FROM person) + (SELECT count(*) FROM werk))::int AS n');
+    const [counted] = await server.db.query<{ n: number }>(
+      'SELECT ((SELECT count(*) FROM person) + (SELECT count(*) FROM werk))::int AS n',
+    );
     const everything = counted?.n ?? 0;
     const seen = new Map<string, number>();
     const expect = async (what: string, run: () => Promise<Response>, allowed: number[]) => {
@@ -53,7 +71,10 @@ describe('SQL injection', () => {
       assert.doesNotMatch(body, /syntax error|ERROR:|relation "|column "|scrypt\$|\bat [\w.]+ \(/, what);
       return body;
     };
-    const get = (target: string, headers: Record<string, string> = {}) => () => fetch(server.origin + target, { redirect: 'manual', headers });
+    const get =
+      (target: string, headers: Record<string, string> = {}) =>
+      () =>
+        fetch(server.origin + target, { redirect: 'manual', headers });
     for (const p of payloads) {
       const e = encodeURIComponent(p);
       await expect(`person ${p}`, get(`/person/${e}.json`), [404]);
@@ -71,8 +92,16 @@ describe('SQL injection', () => {
       await expect(`search query ${p}`, get(`/search.json?query=${e}`), [400]);
       // Another installation's view, tab or scope is answered with ours (docs/interface.md, Search).
       for (const parameter of ['tab', 'search_scope', 'vid']) {
-        const body = await expect(`search ${parameter} ${p}`, get(`/search.json?query=any,contains,x&${parameter}=${e}`), [200]);
-        assert.deepEqual(JSON.parse(body).replaced.map((r: { requested: string }) => r.requested), [p], `search ${parameter} ${p}`);
+        const body = await expect(
+          `search ${parameter} ${p}`,
+          get(`/search.json?query=any,contains,x&${parameter}=${e}`),
+          [200],
+        );
+        assert.deepEqual(
+          JSON.parse(body).replaced.map((r: { requested: string }) => r.requested),
+          [p],
+          `search ${parameter} ${p}`,
+        );
       }
       await expect(`search offset ${p}`, get(`/search.json?query=any,contains,x&offset=${e}`), [400]);
       for (const parameter of ['sortby', 'facet']) {
@@ -85,20 +114,40 @@ describe('SQL injection', () => {
       await expect(`basic user ${p}`, get('/entlehnte/2.json', { authorization: basic(p, 'mmuster-demo') }), [403]);
       await expect(`basic password ${p}`, get('/entlehnte/2.json', { authorization: basic('mmuster', p) }), [403]);
       const form = await openLoginForm(server.origin);
-      const post = (fields: Record<string, string>) => () => postForm(server.origin, '/login', { username: 'mmuster', password: 'mmuster-demo', csrf_token: form.csrfToken, ...fields }, { cookie: form.cookie });
+      const post = (fields: Record<string, string>) => () =>
+        postForm(
+          server.origin,
+          '/login',
+          { username: 'mmuster', password: 'mmuster-demo', csrf_token: form.csrfToken, ...fields },
+          { cookie: form.cookie },
+        );
       await expect(`login username ${p}`, post({ username: p }), [403]);
       await expect(`login password ${p}`, post({ password: p }), [403]);
       await expect(`login csrf_token ${p}`, post({ csrf_token: p }), [403]);
-      await expect(`logout csrf_token ${p}`, () => postForm(server.origin, '/logout', { csrf_token: p }, { cookie: form.cookie }), [303]);
+      await expect(
+        `logout csrf_token ${p}`,
+        () => postForm(server.origin, '/logout', { csrf_token: p }, { cookie: form.cookie }),
+        [303],
+      );
       await server.db.query('DELETE FROM login_attempt');
     }
-    assert.ok(seen.size >= 25 * payloads.length / 2, `${seen.size} cases`);
+    assert.ok(seen.size >= (25 * payloads.length) / 2, `${seen.size} cases`);
     assert.deepEqual(await snapshot(), before);
   });
 
   test('a way back with SQL in it is only a path: the login still lands on this site', async () => {
     const form = await openLoginForm(server.origin);
-    const res = await postForm(server.origin, '/login', { username: 'mmuster', password: 'mmuster-demo', csrf_token: form.csrfToken, back: "/personen?offset=1'; DROP TABLE person; --" }, { cookie: form.cookie });
+    const res = await postForm(
+      server.origin,
+      '/login',
+      {
+        username: 'mmuster',
+        password: 'mmuster-demo',
+        csrf_token: form.csrfToken,
+        back: "/personen?offset=1'; DROP TABLE person; --",
+      },
+      { cookie: form.cookie },
+    );
     assert.equal(res.status, 303);
     assert.equal(res.headers.get('location'), `${server.origin}/personen?offset=1%27;%20DROP%20TABLE%20person;%20--`);
     assert.equal((await fetch(`${server.origin}/person/max-muster.json`)).status, 200);
@@ -126,11 +175,19 @@ describe('script and markup in names and titles', () => {
 
   const rawMarkup = /<script>alert|<img src=x|<b>Söhne|<style>body|<i>Art/;
 
-  for (const target of ['/person/hostile-markup', '/personen?offset=0', '/search?query=creator,contains,brien', '/search?query=title,contains,title']) {
+  for (const target of [
+    '/person/hostile-markup',
+    '/personen?offset=0',
+    '/search?query=creator,contains,brien',
+    '/search?query=title,contains,title',
+  ]) {
     test(`HTML of ${target} shows the text escaped, never as markup`, async () => {
       const html = await (await fetch(server.origin + target)).text();
       assert.doesNotMatch(html, rawMarkup);
-      assert.match(html, /&lt;script&gt;alert\(&#34;x&#34;\)&lt;\/script&gt;|&lt;\/title&gt;&lt;img src=x onerror=alert\(1\)&gt;/);
+      assert.match(
+        html,
+        /&lt;script&gt;alert\(&#34;x&#34;\)&lt;\/script&gt;|&lt;\/title&gt;&lt;img src=x onerror=alert\(1\)&gt;/,
+      );
     });
   }
 
@@ -140,7 +197,10 @@ describe('script and markup in names and titles', () => {
     assert.match(work, /&lt;\/title&gt;&lt;img src=x onerror=alert\(1\)&gt; &lt;!-- &#34;&#39;/);
     assert.match(work, /&lt;style&gt;body\{display:none\}&lt;\/style&gt;/);
     const person = await (await fetch(`${server.origin}/person/hostile-markup`)).text();
-    assert.match(person, /src="http:\/\/127\.0\.0\.1:\d+\/img\/x\.svg\?a=&#34;&gt;&lt;script&gt;alert\(2\)&lt;\/script&gt;"|src="\/img\/x\.svg\?a=&#34;&gt;&lt;script&gt;alert\(2\)&lt;\/script&gt;"/);
+    assert.match(
+      person,
+      /src="http:\/\/127\.0\.0\.1:\d+\/img\/x\.svg\?a=&#34;&gt;&lt;script&gt;alert\(2\)&lt;\/script&gt;"|src="\/img\/x\.svg\?a=&#34;&gt;&lt;script&gt;alert\(2\)&lt;\/script&gt;"/,
+    );
     assert.match(person, /O&#39;Brien &amp; &lt;b&gt;Söhne&lt;\/b&gt; \]\]&gt; &amp;amp;/);
   });
 
@@ -161,7 +221,9 @@ describe('script and markup in names and titles', () => {
   test('JSON gives back every value exactly', async () => {
     const person = await readJson(await fetch(`${server.origin}/person/hostile-markup.json`));
     assert.deepEqual(person, {
-      image: server.origin + image, vorname, nachname,
+      image: server.origin + image,
+      vorname,
+      nachname,
       werk: [{ titel, url: `${server.origin}/werk/${workId}` }],
     });
     const search = await readJson(await fetch(`${server.origin}/search.json?query=title,contains,onerror`));
@@ -172,9 +234,13 @@ describe('script and markup in names and titles', () => {
 describe('control characters in the logs', () => {
   function send(bytes: string): Promise<string> {
     return new Promise((resolve) => {
-      const socket = net.connect(Number(new URL(server.origin).port), '127.0.0.1', () => socket.end(Buffer.from(bytes, 'latin1')));
+      const socket = net.connect(Number(new URL(server.origin).port), '127.0.0.1', () =>
+        socket.end(Buffer.from(bytes, 'latin1')),
+      );
       let received = '';
-      socket.on('data', (chunk: Buffer) => { received += chunk.toString('latin1'); });
+      socket.on('data', (chunk: Buffer) => {
+        received += chunk.toString('latin1');
+      });
       socket.on('error', () => {});
       socket.on('close', () => resolve(received.slice(0, received.indexOf('\r\n'))));
     });
@@ -189,17 +255,24 @@ describe('control characters in the logs', () => {
       'GET /x\tHTTP/1.1': '"GET /x\\tHTTP/1.1" 400 -',
       'GE\x00T / HTTP/1.1': '"GE\\x00T / HTTP/1.1" 400 -',
     };
-    for (const line of Object.keys(lines)) assert.equal(await send(`${line}\r\nHost: 127.0.0.1\r\n\r\n`), 'HTTP/1.1 400 Bad Request', line);
+    for (const line of Object.keys(lines))
+      assert.equal(await send(`${line}\r\nHost: 127.0.0.1\r\n\r\n`), 'HTTP/1.1 400 Bad Request', line);
     const log = await waitFor(server.accessLog, (text) => text.includes('GE\\x00T'));
-    for (const expected of Object.values(lines)) assert.ok(log.includes(`] ${expected} "-" "-"\n`), `${expected} in\n${log}`);
+    for (const expected of Object.values(lines))
+      assert.ok(log.includes(`] ${expected} "-" "-"\n`), `${expected} in\n${log}`);
     // One line per request: no control character reaches the file.
     assert.doesNotMatch(log, /[\x00-\x09\x0b-\x1f\x7f]/);
   });
 
   test('quotes, backslashes and tabs in accepted headers cannot end a field early', async () => {
-    const res = await rawRequest(server.origin, '/personen.json?x=%22%5C', { headers: { 'user-agent': 'agent\t"quoted" \\ end', referer: 'http://127.0.0.1/"x"' } });
+    const res = await rawRequest(server.origin, '/personen.json?x=%22%5C', {
+      headers: { 'user-agent': 'agent\t"quoted" \\ end', referer: 'http://127.0.0.1/"x"' },
+    });
     assert.equal(res.status, 200);
     const log = await waitFor(server.accessLog, (text) => text.includes('agent'));
-    assert.match(log, /"GET \/personen\.json\?x=%22%5C HTTP\/1\.1" 200 \d+ "http:\/\/127\.0\.0\.1\/\\"x\\"" "agent\\t\\"quoted\\" \\\\ end"\n/);
+    assert.match(
+      log,
+      /"GET \/personen\.json\?x=%22%5C HTTP\/1\.1" 200 \d+ "http:\/\/127\.0\.0\.1\/\\"x\\"" "agent\\t\\"quoted\\" \\\\ end"\n/,
+    );
   });
 });

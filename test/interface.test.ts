@@ -29,7 +29,13 @@ function readExamples(): Example[] {
     const fence = /^```(json|xml)$/.exec(lines[start] ?? '');
     assert.ok(fence, `docs/interface.md:${i + 1}: a GET line is followed by a json or xml code block`);
     const end = lines.indexOf('```', start + 1);
-    examples.push({ target: head[1] as string, credentials: head[2] ?? null, language: fence[1] as string, lines: lines.slice(start + 1, end), at: i + 1 });
+    examples.push({
+      target: head[1] as string,
+      credentials: head[2] ?? null,
+      language: fence[1] as string,
+      lines: lines.slice(start + 1, end),
+      at: i + 1,
+    });
     i = end;
   }
   return examples;
@@ -45,7 +51,8 @@ function matchesExample(example: readonly string[], actual: readonly string[]): 
     let result: boolean;
     if (e === example.length) result = a === actual.length;
     else if ((example[e] as string).trim() === '…') result = match(e + 1, a) || (a < actual.length && match(e, a + 1));
-    else result = a < actual.length && dates(example[e] as string) === dates(actual[a] as string) && match(e + 1, a + 1);
+    else
+      result = a < actual.length && dates(example[e] as string) === dates(actual[a] as string) && match(e + 1, a + 1);
     memo.set(key, result);
     return result;
   };
@@ -64,18 +71,29 @@ describe('the examples of docs/interface.md', () => {
     const targets = examples.map((e) => e.target);
     for (const resource of ['/person/', '/werk/', '/personen', '/index', '/search', '/entlehnte/']) {
       for (const format of ['.json', '.xml']) {
-        assert.ok(targets.some((t) => t.startsWith(resource) && t.includes(format)), `${resource}…${format}`);
+        assert.ok(
+          targets.some((t) => t.startsWith(resource) && t.includes(format)),
+          `${resource}…${format}`,
+        );
       }
     }
   });
 
   for (const example of examples) {
     test(`GET ${example.target} (docs/interface.md:${example.at}) gives the bytes shown`, async () => {
-      const headers: Record<string, string> = example.credentials ? { authorization: `Basic ${Buffer.from(example.credentials).toString('base64')}` } : {};
+      const headers: Record<string, string> = example.credentials
+        ? { authorization: `Basic ${Buffer.from(example.credentials).toString('base64')}` }
+        : {};
       const res = await fetch(`${server.origin}${example.target}`, { headers });
-      assert.match(res.headers.get('content-type') ?? '', example.language === 'json' ? /\/(problem\+)?json;/ : /\/(problem\+)?xml;/);
+      assert.match(
+        res.headers.get('content-type') ?? '',
+        example.language === 'json' ? /\/(problem\+)?json;/ : /\/(problem\+)?xml;/,
+      );
       const actual = (await res.text()).replace(/\n$/, '').split('\n');
-      assert.ok(matchesExample(example.lines, actual), `docs/interface.md:${example.at} shows\n${example.lines.join('\n')}\n\nbut the server wrote\n${actual.join('\n')}`);
+      assert.ok(
+        matchesExample(example.lines, actual),
+        `docs/interface.md:${example.at} shows\n${example.lines.join('\n')}\n\nbut the server wrote\n${actual.join('\n')}`,
+      );
     });
   }
 

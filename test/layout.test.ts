@@ -8,8 +8,12 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { root } from './helpers.ts';
 
-const tracked = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], { cwd: root, encoding: 'utf8' })
-  .split('\n').filter((f) => f !== '' && !f.startsWith('node_modules/'));
+const tracked = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], {
+  cwd: root,
+  encoding: 'utf8',
+})
+  .split('\n')
+  .filter((f) => f !== '' && !f.startsWith('node_modules/'));
 const libFiles = tracked.filter((f) => f.startsWith('lib/') && f.endsWith('.ts'));
 // The files directly in lib/ (at most four) that every room may use.
 const shared = new Set(['lib/config.ts', 'lib/script-name.ts']);
@@ -17,8 +21,12 @@ const shared = new Set(['lib/config.ts', 'lib/script-name.ts']);
 /** The lib files a file imports, as paths from the project root (type-only imports included). */
 function importsOf(file: string): string[] {
   const text = readFileSync(path.join(root, file), 'utf8');
-  const specifiers = [...text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^import\s+)'(\.[^']+)'/gm)].map((m) => m[1] as string);
-  return specifiers.map((s) => path.posix.normalize(path.posix.join(path.posix.dirname(file), s))).filter((f) => f.startsWith('lib/'));
+  const specifiers = [...text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^import\s+)'(\.[^']+)'/gm)].map(
+    (m) => m[1] as string,
+  );
+  return specifiers
+    .map((s) => path.posix.normalize(path.posix.join(path.posix.dirname(file), s)))
+    .filter((f) => f.startsWith('lib/'));
 }
 
 function roomOf(file: string): string | null {
@@ -41,7 +49,11 @@ describe('lib/ in rooms', () => {
     const rooms = [...new Set(libFiles.map(roomOf).filter((r): r is string => r !== null))];
     for (const room of rooms) {
       const index = readFileSync(path.join(root, 'lib', room, 'index.ts'), 'utf8');
-      assert.match(index, new RegExp(`^// The ${room === 'db' ? 'database' : room === 'http' ? 'HTTP' : room} room: `), room);
+      assert.match(
+        index,
+        new RegExp(`^// The ${room === 'db' ? 'database' : room === 'http' ? 'HTTP' : room} room: `),
+        room,
+      );
     }
   });
 
@@ -53,7 +65,9 @@ describe('lib/ in rooms', () => {
         const other = roomOf(target);
         if (shared.has(target) || other === room) continue;
         if (room === null) {
-          wrong.push(`${file} → ${target}: only config.ts and script-name.ts sit directly in lib/, and they import no room`);
+          wrong.push(
+            `${file} → ${target}: only config.ts and script-name.ts sit directly in lib/, and they import no room`,
+          );
         } else if (other === null || !allowedRooms(room).includes(other)) {
           wrong.push(`${file} → ${target}: lib/${room}/index.ts does not list ${other ?? target}`);
         } else if (!target.endsWith('/index.ts')) {
@@ -64,7 +78,7 @@ describe('lib/ in rooms', () => {
     assert.deepEqual(wrong, []);
   });
 
-  test('the rooms\' lists make an order: no room may import, directly or through others, itself', () => {
+  test("the rooms' lists make an order: no room may import, directly or through others, itself", () => {
     const rooms = [...new Set(libFiles.map(roomOf).filter((r): r is string => r !== null))];
     for (const room of rooms) {
       const reached = new Set<string>();
@@ -80,7 +94,7 @@ describe('lib/ in rooms', () => {
     }
   });
 
-  test('no two files of lib/ and bin/ share a name, nor a file another room\'s (index.ts aside)', () => {
+  test("no two files of lib/ and bin/ share a name, nor a file another room's (index.ts aside)", () => {
     const files = tracked.filter((f) => /^(lib|bin)\/.*\.ts$/.test(f) && path.basename(f) !== 'index.ts');
     const rooms = new Set(tracked.filter((f) => /^lib\/[^/]+\/index\.ts$/.test(f)).map((f) => f.split('/')[1]));
     const byName = new Map<string, string[]>();
@@ -125,14 +139,17 @@ describe('the front and the map', () => {
 
   test('no file of the project cites a document outside it; comments point into docs/', () => {
     const sources = tracked.filter((f) => /\.(ts|ejs|json|sql|md|css)$/.test(f) && f !== 'package-lock.json');
-    const citing = sources.filter((f) => /\bCONTRACT\b|\bSEED(\.md)?\b|\bSTYLE [0-9]/.test(readFileSync(path.join(root, f), 'utf8')));
+    const citing = sources.filter((f) =>
+      /\bCONTRACT\b|\bSEED(\.md)?\b|\bSTYLE [0-9]/.test(readFileSync(path.join(root, f), 'utf8')),
+    );
     assert.deepEqual(citing, []);
   });
 
   test('every docs/ file a comment or the README names exists', () => {
     const named = new Set<string>();
     for (const file of tracked.filter((f) => /\.(ts|md)$/.test(f))) {
-      for (const m of readFileSync(path.join(root, file), 'utf8').matchAll(/docs\/([a-z-]+\.md)/g)) named.add(m[1] as string);
+      for (const m of readFileSync(path.join(root, file), 'utf8').matchAll(/docs\/([a-z-]+\.md)/g))
+        named.add(m[1] as string);
     }
     const missing = [...named].filter((name) => !tracked.includes(`docs/${name}`));
     assert.deepEqual(missing, []);
@@ -142,11 +159,15 @@ describe('the front and the map', () => {
 describe('the test suites', () => {
   test('every test file runs in npm test, npm run test:robustness or npm run test:topology, and CI runs all three', () => {
     const scripts = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).scripts as Record<string, string>;
-    const globs = `${scripts.test} ${scripts['test:robustness']} ${scripts['test:topology']}`.split(/\s+/).filter((word) => word.startsWith('test/'));
-    const matches = (file: string, glob: string) => new RegExp(`^${glob.replace(/\./g, '\\.').replace(/\*/g, '[^/]*')}$`).test(file);
+    const globs = `${scripts.test} ${scripts['test:robustness']} ${scripts['test:topology']}`
+      .split(/\s+/)
+      .filter((word) => word.startsWith('test/'));
+    const matches = (file: string, glob: string) =>
+      new RegExp(`^${glob.replace(/\./g, '\\.').replace(/\*/g, '[^/]*')}$`).test(file);
     const unreached = tracked.filter((f) => f.endsWith('.test.ts') && !globs.some((g) => matches(f, g)));
     assert.deepEqual(unreached, []);
     const ci = readFileSync(path.join(root, '.ci', 'run'), 'utf8');
-    for (const line of ['npm test', 'npm run test:robustness', 'npm run test:topology']) assert.match(ci, new RegExp(`^(DATABASE_URL=\\S+ )?${line}$`, 'm'), line);
+    for (const line of ['npm test', 'npm run test:robustness', 'npm run test:topology'])
+      assert.match(ci, new RegExp(`^(DATABASE_URL=\\S+ )?${line}$`, 'm'), line);
   });
 });

@@ -23,13 +23,19 @@ after(async () => {
   await server?.close();
 });
 
-test('logs in through the form, sees its loan list, logs out and is refused the list again', { skip, timeout: 120_000 }, async () => {
+test('logs in through the form, sees its loan list, logs out and is refused the list again', {
+  skip,
+  timeout: 120_000,
+}, async () => {
   const context = await browser.newContext();
   const page = await context.newPage();
   const urls: string[] = [];
   page.on('request', (request) => urls.push(request.url()));
   page.on('response', (response) => urls.push(response.headers().location ?? ''));
-  const linksOnPage = () => page.$$eval('a[href], form[action]', (elements) => elements.map((e) => e.getAttribute('href') ?? e.getAttribute('action') ?? ''));
+  const linksOnPage = () =>
+    page.$$eval('a[href], form[action]', (elements) =>
+      elements.map((e) => e.getAttribute('href') ?? e.getAttribute('action') ?? ''),
+    );
   const seenLinks: string[] = [];
   const loans = `${server.origin}/entlehnte/${demo.mmuster.id}`;
 
@@ -44,15 +50,31 @@ test('logs in through the form, sees its loan list, logs out and is refused the 
   await page.fill('#password', demo.mmuster.password);
   await Promise.all([page.waitForURL(loans), page.click('form.login button[type=submit]')]);
   assert.equal(await page.textContent('h1'), 'Loans of mmuster');
-  assert.deepEqual(await page.$$eval('table.loans tbody td:first-child a', (links) => links.map((a) => a.textContent)), ['Das Haus am Deich', 'Über "das" Meer']);
+  assert.deepEqual(
+    await page.$$eval('table.loans tbody td:first-child a', (links) => links.map((a) => a.textContent)),
+    ['Das Haus am Deich', 'Über "das" Meer'],
+  );
   assert.equal((await page.textContent('header .account span'))?.trim(), 'Logged in as mmuster');
   seenLinks.push(...(await linksOnPage()));
 
   const [cookie] = (await context.cookies()).filter((c) => c.name === 'portfolio_session');
   assert.ok(cookie);
-  assert.deepEqual({ httpOnly: cookie.httpOnly, sameSite: cookie.sameSite, secure: cookie.secure, path: cookie.path, expires: cookie.expires }, {
-    httpOnly: true, sameSite: 'Lax', secure: false, path: '/', expires: -1,
-  });
+  assert.deepEqual(
+    {
+      httpOnly: cookie.httpOnly,
+      sameSite: cookie.sameSite,
+      secure: cookie.secure,
+      path: cookie.path,
+      expires: cookie.expires,
+    },
+    {
+      httpOnly: true,
+      sameSite: 'Lax',
+      secure: false,
+      path: '/',
+      expires: -1,
+    },
+  );
   assert.equal(await page.evaluate('document.cookie'), '', 'scripts on the page cannot read the session cookie');
 
   // The work links lead to public documents, the same bytes for everyone: their header shows the
@@ -65,7 +87,10 @@ test('logs in through the form, sees its loan list, logs out and is refused the 
   await page.goBack();
 
   await page.click('header .account summary');
-  await Promise.all([page.waitForURL(`${server.origin}/login?logged_out=1`), page.click('header .account button[type=submit]')]);
+  await Promise.all([
+    page.waitForURL(`${server.origin}/login?logged_out=1`),
+    page.click('header .account button[type=submit]'),
+  ]);
   assert.equal((await page.textContent('p.notice'))?.trim(), 'You have logged out.');
   seenLinks.push(...(await linksOnPage()));
 

@@ -27,7 +27,12 @@ export async function openLoginForm(origin: string, cookie?: string): Promise<Lo
   return { cookie: cookieOf(res) ?? cookie ?? '', csrfToken, html };
 }
 
-export function postForm(origin: string, path: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<Response> {
+export function postForm(
+  origin: string,
+  path: string,
+  fields: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   return fetch(origin + path, {
     method: 'POST',
     redirect: 'manual',
@@ -39,9 +44,15 @@ export function postForm(origin: string, path: string, fields: Record<string, st
 /** Logs in through the form and returns the new session's cookie. */
 export async function logIn(origin: string, username: string, password: string): Promise<string> {
   const form = await openLoginForm(origin);
-  const res = await postForm(origin, '/login', { username, password, csrf_token: form.csrfToken }, { cookie: form.cookie });
+  const res = await postForm(
+    origin,
+    '/login',
+    { username, password, csrf_token: form.csrfToken },
+    { cookie: form.cookie },
+  );
   const cookie = cookieOf(res);
-  if (res.status !== 303 || !cookie) throw new Error(`logging in as ${username} answered ${res.status}: ${await res.text()}`);
+  if (res.status !== 303 || !cookie)
+    throw new Error(`logging in as ${username} answered ${res.status}: ${await res.text()}`);
   return cookie;
 }
 

@@ -48,17 +48,35 @@ before(async () => {
     const url = new URL(direct.url as string);
     url.port = String(relay.port);
     const db = openPostgres({ connectionString: url.href, statementTimeoutMs: 10_000, connectTimeoutMs: 1000 });
-    server = await startTestServer({}, { db: { db, url: url.href, drop: async () => { await db.close(); await direct.drop(); } } });
+    server = await startTestServer(
+      {},
+      {
+        db: {
+          db,
+          url: url.href,
+          drop: async () => {
+            await db.close();
+            await direct.drop();
+          },
+        },
+      },
+    );
   } else {
     server = await startTestServer();
   }
   spec = (await (await fetch(`${server.origin}/openapi.json`)).json()) as Spec;
   const cookie = await logInAs(server.origin, 'bibliothek');
   librarian = { cookie, 'x-csrf-token': await csrfTokenOf(server.origin, cookie, '/personen/neu') };
-  bomb = await sharp({ create: { width: 8000, height: 7000, channels: 3, background: '#7a3e1d' } }).png({ compressionLevel: 9 }).toBuffer();
+  bomb = await sharp({ create: { width: 8000, height: 7000, channels: 3, background: '#7a3e1d' } })
+    .png({ compressionLevel: 9 })
+    .toBuffer();
   /** A change as the librarian; the Location of what it made. */
   const api = async (method: string, target: string, body?: Json) => {
-    const res = await fetch(server.origin + target, { method, headers: { ...json, ...librarian }, body: body && JSON.stringify(body) });
+    const res = await fetch(server.origin + target, {
+      method,
+      headers: { ...json, ...librarian },
+      body: body && JSON.stringify(body),
+    });
     assert.ok(res.status < 300, `${method} ${target}: ${res.status} ${await res.clone().text()}`);
     await res.arrayBuffer();
     return (res.headers.get('location') ?? '').replace(/^.*\/(person|werk)\//, '');
@@ -81,8 +99,10 @@ after(async () => {
 });
 
 /** The document's operations of the rewritten addresses, as 'method /template'. */
-const operations = () => Object.entries(spec.paths).filter(([path]) => !path.endsWith('.php'))
-  .flatMap(([path, item]) => ['get', 'post', 'put', 'delete'].filter((m) => m in item).map((m) => `${m} ${path}`));
+const operations = () =>
+  Object.entries(spec.paths)
+    .filter(([path]) => !path.endsWith('.php'))
+    .flatMap(([path, item]) => ['get', 'post', 'put', 'delete'].filter((m) => m in item).map((m) => `${m} ${path}`));
 const documented = (op: string): string[] => {
   const [method, path] = op.split(' ') as [string, string];
   const operation = spec.paths[path]?.[method];
@@ -91,10 +111,22 @@ const documented = (op: string): string[] => {
 };
 /** A template's address with example values. */
 const example = (template: string, values: Record<string, string> = {}) =>
-  template.replace(/\{(\w+)\}/g, (_, name: string) => values[name] ?? ({ person: 'max-muster', id: '1', uid: '2', wid: '1' } as Record<string, string>)[name] as string);
+  template.replace(
+    /\{(\w+)\}/g,
+    (_, name: string) =>
+      values[name] ??
+      (({ person: 'max-muster', id: '1', uid: '2', wid: '1' } as Record<string, string>)[name] as string),
+  );
 
 /** Scripts with one representation: a suffix of another is their 406. */
-const onlySuffix: Record<string, string> = { '/feed': '.json', '/person/{person}/feed': '.json', '/sitemap': '.json', '/me': '.xml', '/openapi': '.xml', '/robots.txt': '.json' };
+const onlySuffix: Record<string, string> = {
+  '/feed': '.json',
+  '/person/{person}/feed': '.json',
+  '/sitemap': '.json',
+  '/me': '.xml',
+  '/openapi': '.xml',
+  '/robots.txt': '.json',
+};
 const bodies: Record<string, Json> = {
   'post /personen': { vorname: 'Neu', nachname: 'Person', username: 'neuperson' },
   'put /person/{person}': { vorname: 'Max', nachname: 'Muster' },
@@ -118,8 +150,22 @@ function commonSamples(): Sample[] {
     if ('requestBody' in (spec.paths[template]?.[method] ?? {})) {
       const picture = path.endsWith('/bild');
       samples.push(
-        { op, target, method: method.toUpperCase(), headers: { ...json, 'content-type': picture ? 'image/png' : json['content-type'], ...librarian }, body: Buffer.alloc((picture ? 10 : 1) * mebibyte + 1, 32), status: 413 },
-        { op, target, method: method.toUpperCase(), headers: { ...json, 'content-type': 'text/plain', ...librarian }, body: 'x', status: 415 },
+        {
+          op,
+          target,
+          method: method.toUpperCase(),
+          headers: { ...json, 'content-type': picture ? 'image/png' : json['content-type'], ...librarian },
+          body: Buffer.alloc((picture ? 10 : 1) * mebibyte + 1, 32),
+          status: 413,
+        },
+        {
+          op,
+          target,
+          method: method.toUpperCase(),
+          headers: { ...json, 'content-type': 'text/plain', ...librarian },
+          body: 'x',
+          status: 415,
+        },
       );
     }
     return samples;
@@ -128,11 +174,26 @@ function commonSamples(): Sample[] {
 
 /** The requests each operation answers in its own way. */
 function ownSamples(): Sample[] {
-  const anonymous: Sample[] = ['get /entlehnte/{uid}', 'get /entlehnte/{uid}/{wid}', 'get /personen/neu', 'get /person/{person}/bearbeiten', 'get /person/{person}/loeschen',
-    'get /person/{person}/bild', 'get /person/{person}/werke/neu', 'get /werk/{id}/bearbeiten', 'get /werk/{id}/loeschen'].map((op) => ({ op, target: example(op.split(' ')[1] as string), status: 403 }));
+  const anonymous: Sample[] = [
+    'get /entlehnte/{uid}',
+    'get /entlehnte/{uid}/{wid}',
+    'get /personen/neu',
+    'get /person/{person}/bearbeiten',
+    'get /person/{person}/loeschen',
+    'get /person/{person}/bild',
+    'get /person/{person}/werke/neu',
+    'get /werk/{id}/bearbeiten',
+    'get /werk/{id}/loeschen',
+  ].map((op) => ({ op, target: example(op.split(' ')[1] as string), status: 403 }));
   // Every change from another site is refused before anything is read.
   const changes = operations().filter((op) => !op.startsWith('get '));
-  const crossOrigin: Sample[] = changes.map((op) => ({ op, target: example(op.split(' ')[1] as string), method: op.split(' ')[0]?.toUpperCase(), headers: { origin: 'http://elsewhere.example', ...librarian }, status: 403 }));
+  const crossOrigin: Sample[] = changes.map((op) => ({
+    op,
+    target: example(op.split(' ')[1] as string),
+    method: op.split(' ')[0]?.toUpperCase(),
+    headers: { origin: 'http://elsewhere.example', ...librarian },
+    status: 403,
+  }));
   const withPerson = operations().filter((op) => op.includes('{person}'));
   const withWerk = operations().filter((op) => op.includes('{id}'));
   const asLibrarian = (op: string, values: Record<string, string>, status: number): Sample => {
@@ -141,19 +202,43 @@ function ownSamples(): Sample[] {
     const picture = path.endsWith('/bild');
     const body = bodies[op] ? JSON.stringify(bodies[op]) : picture && method === 'post' ? bomb : undefined;
     return {
-      op, target: example(path, values), method: method.toUpperCase(), status,
+      op,
+      target: example(path, values),
+      method: method.toUpperCase(),
+      status,
       headers: { ...json, ...librarian, ...(picture ? { 'content-type': 'image/png' } : {}) },
       ...(body ? { body } : {}),
     };
   };
-  const missing = [...withPerson.map((op) => asLibrarian(op, { person: 'niemand-da' }, 404)), ...withWerk.map((op) => asLibrarian(op, { id: '99999' }, 404))];
-  const gone = [...withPerson.map((op) => asLibrarian(op, { person: made.goneSlug }, 410)), ...withWerk.map((op) => asLibrarian(op, { id: String(made.goneWerk) }, 410))];
-  const moved = withPerson.filter((op) => op.startsWith('get ')).map((op) => asLibrarian(op, { person: made.oldSlug }, 301));
-  const movedChanges = withPerson.filter((op) => !op.startsWith('get ')).map((op) => asLibrarian(op, { person: made.oldSlug }, 308));
+  const missing = [
+    ...withPerson.map((op) => asLibrarian(op, { person: 'niemand-da' }, 404)),
+    ...withWerk.map((op) => asLibrarian(op, { id: '99999' }, 404)),
+  ];
+  const gone = [
+    ...withPerson.map((op) => asLibrarian(op, { person: made.goneSlug }, 410)),
+    ...withWerk.map((op) => asLibrarian(op, { id: String(made.goneWerk) }, 410)),
+  ];
+  const moved = withPerson
+    .filter((op) => op.startsWith('get '))
+    .map((op) => asLibrarian(op, { person: made.oldSlug }, 301));
+  const movedChanges = withPerson
+    .filter((op) => !op.startsWith('get '))
+    .map((op) => asLibrarian(op, { person: made.oldSlug }, 308));
   const invalid: Sample[] = Object.keys(bodies).map((op) => ({ ...asLibrarian(op, {}, 422), body: '{}' }));
-  const post = (target: string, body: string) => ({ method: 'POST', target, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
+  const post = (target: string, body: string) => ({
+    method: 'POST',
+    target,
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body,
+  });
   return [
-    ...anonymous, ...crossOrigin, ...missing, ...gone, ...moved, ...movedChanges, ...invalid,
+    ...anonymous,
+    ...crossOrigin,
+    ...missing,
+    ...gone,
+    ...moved,
+    ...movedChanges,
+    ...invalid,
     asLibrarian('get /person/{person}/werke', {}, 303),
     asLibrarian('post /person/{person}/bild', {}, 422),
     { ...asLibrarian('post /person/{person}/bild', {}, 415), body: Buffer.from('GIF89a') },
@@ -168,22 +253,45 @@ function ownSamples(): Sample[] {
     asLibrarian('post /entlehnte/{uid}', { uid: '99999' }, 404),
     { ...asLibrarian('post /entlehnte/{uid}', {}, 409), body: JSON.stringify({ url: String(made.lentWerk) }) },
     { op: 'get /entlehnte/{uid}/{wid}', target: '/entlehnte/2/99999', headers: { ...librarian }, status: 404 },
-    { op: 'delete /entlehnte/{uid}/{wid}', target: '/entlehnte/2/99999', method: 'DELETE', headers: { ...json, ...librarian }, status: 404 },
+    {
+      op: 'delete /entlehnte/{uid}/{wid}',
+      target: '/entlehnte/2/99999',
+      method: 'DELETE',
+      headers: { ...json, ...librarian },
+      status: 404,
+    },
     asLibrarian('delete /person/{person}', { person: made.lentSlug }, 409),
     asLibrarian('delete /werk/{id}', { id: String(made.lentWerk) }, 409),
     { op: 'post /login', ...post('/login', 'username=bibliothek&password=falsch&csrf_token=x'), status: 403 },
-    { op: 'post /login', ...post('/login', 'username=bibliothek&password=falsch&csrf_token=x'), headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: 'Basic !' }, status: 400 },
+    {
+      op: 'post /login',
+      ...post('/login', 'username=bibliothek&password=falsch&csrf_token=x'),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: 'Basic !' },
+      status: 400,
+    },
     { op: 'get /werk/{id}', target: '/werk/0', status: 400 },
     { op: 'get /werk/{id}', target: '/werk/2147483648', status: 400 },
     { op: 'get /werk/{id}', target: '/werk.php', status: 400 },
     // Last, as it changes what the requests above find: a return recorded.
-    { op: 'delete /entlehnte/{uid}/{wid}', target: '/entlehnte/3/1', method: 'DELETE', headers: { ...json, ...librarian }, status: 204 },
+    {
+      op: 'delete /entlehnte/{uid}/{wid}',
+      target: '/entlehnte/3/1',
+      method: 'DELETE',
+      headers: { ...json, ...librarian },
+      status: 204,
+    },
   ];
 }
 
 async function answer(sample: Sample): Promise<number> {
-  if (sample.headers?.host) return (await rawRequest(server.origin, sample.target, { method: sample.method, headers: sample.headers })).status;
-  const res = await fetch(server.origin + sample.target, { method: sample.method ?? 'GET', headers: sample.headers, body: sample.body, redirect: 'manual' });
+  if (sample.headers?.host)
+    return (await rawRequest(server.origin, sample.target, { method: sample.method, headers: sample.headers })).status;
+  const res = await fetch(server.origin + sample.target, {
+    method: sample.method ?? 'GET',
+    headers: sample.headers,
+    body: sample.body,
+    redirect: 'manual',
+  });
   await res.arrayBuffer();
   return res.status;
 }
@@ -195,15 +303,20 @@ async function check(samples: Sample[]): Promise<string[]> {
     const status = await answer(sample);
     const line = `${sample.method ?? 'GET'} ${sample.target} (${sample.op})`;
     if (status !== sample.status) wrong.push(`${line}: answered ${status}, the table says ${sample.status}`);
-    if (!documented(sample.op).includes(String(status))) wrong.push(`${line}: answered ${status}, which the document does not list`);
+    if (!documented(sample.op).includes(String(status)))
+      wrong.push(`${line}: answered ${status}, which the document does not list`);
   }
   return wrong;
 }
 
 /** Operations' documented error statuses that no sample shows. */
 function unshown(samples: Sample[], leaveOut: string[]): string[] {
-  return operations().flatMap((op) => documented(op).filter((s) => Number(s) >= 400 && !leaveOut.includes(s))
-    .filter((s) => !samples.some((sample) => sample.op === op && String(sample.status) === s)).map((s) => `${op} ${s}`));
+  return operations().flatMap((op) =>
+    documented(op)
+      .filter((s) => Number(s) >= 400 && !leaveOut.includes(s))
+      .filter((s) => !samples.some((sample) => sample.op === op && String(sample.status) === s))
+      .map((s) => `${op} ${s}`),
+  );
 }
 
 describe('the OpenAPI document against the answers', () => {
@@ -220,15 +333,26 @@ describe('the OpenAPI document against the answers', () => {
 
   test('every operation that reads credentials answers 429 once an account failed too often from one address', async () => {
     const wrongly = basic('aschaefer', 'falsch');
-    for (let i = 0; i < 11; i++) await answer({ op: 'get /me', target: '/me.json', headers: { authorization: wrongly }, status: 200 });
-    const samples = operations().filter((op) => documented(op).includes('429')).map((op): Sample => {
-      const [method, path] = op.split(' ') as [string, string];
-      // The login and the log-out take forms: the login's own fields name the account.
-      const form = method === 'post' && (path === '/login' || path === '/logout');
-      const headers = { ...json, authorization: wrongly, ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) };
-      const body = form ? 'username=aschaefer&password=falsch&csrf_token=x' : bodies[op] ? JSON.stringify(bodies[op]) : undefined;
-      return { op, target: example(path), method: method.toUpperCase(), headers, body, status: 429 };
-    });
+    for (let i = 0; i < 11; i++)
+      await answer({ op: 'get /me', target: '/me.json', headers: { authorization: wrongly }, status: 200 });
+    const samples = operations()
+      .filter((op) => documented(op).includes('429'))
+      .map((op): Sample => {
+        const [method, path] = op.split(' ') as [string, string];
+        // The login and the log-out take forms: the login's own fields name the account.
+        const form = method === 'post' && (path === '/login' || path === '/logout');
+        const headers = {
+          ...json,
+          authorization: wrongly,
+          ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+        };
+        const body = form
+          ? 'username=aschaefer&password=falsch&csrf_token=x'
+          : bodies[op]
+            ? JSON.stringify(bodies[op])
+            : undefined;
+        return { op, target: example(path), method: method.toUpperCase(), headers, body, status: 429 };
+      });
     assert.ok(samples.length >= 15, `${samples.length} operations read credentials`);
     assert.deepEqual(await check(samples), []);
   });
@@ -243,8 +367,40 @@ describe('the OpenAPI document against the answers', () => {
       ['/werk/{id}', 'id', '/werk/', ['1', '0', '2147483647', '2147483648', '99999999999']],
       ['/person/{person}', 'person', '/person/', ['1', '0', 'max-muster', '2147483648']],
       ['/personen', 'offset', '/personen?offset=', ['0', '50', '999999999', '1000000000', '-1', 'x']],
-      ['/search', 'query', '/search?query=', ['any,contains,x', 'title,exact,Hafen', 'cdate,begins_with,19', 'any,contains,x,AND', 'foo,contains,x', 'any,foo,x', 'any,contains,', 'any,contains, ', 'any,contains,,AND', 'any,contains, ,OR', 'any', 'any,contains']],
-      ['/search', 'facet', '/search?query=any,contains,x&facet=', ['rtype,include,Roman', 'creator,exclude,Max%20Muster', 'decade,include,1990', 'decade,include,1995', 'foo,include,x', 'rtype,maybe,x', 'rtype,include,', 'rtype,include,%20']],
+      [
+        '/search',
+        'query',
+        '/search?query=',
+        [
+          'any,contains,x',
+          'title,exact,Hafen',
+          'cdate,begins_with,19',
+          'any,contains,x,AND',
+          'foo,contains,x',
+          'any,foo,x',
+          'any,contains,',
+          'any,contains, ',
+          'any,contains,,AND',
+          'any,contains, ,OR',
+          'any',
+          'any,contains',
+        ],
+      ],
+      [
+        '/search',
+        'facet',
+        '/search?query=any,contains,x&facet=',
+        [
+          'rtype,include,Roman',
+          'creator,exclude,Max%20Muster',
+          'decade,include,1990',
+          'decade,include,1995',
+          'foo,include,x',
+          'rtype,maybe,x',
+          'rtype,include,',
+          'rtype,include,%20',
+        ],
+      ],
       ['/search', 'sortby', '/search?query=any,contains,x&sortby=', ['rank', 'date_d', 'newest']],
       ['/sitemap', 'personen', '/sitemap.xml?personen=', ['1', '0', '-1']],
     ];
@@ -256,7 +412,8 @@ describe('the OpenAPI document against the answers', () => {
         const typed = /^-?[0-9]+$/.test(decoded) && schemaOf(path, name).type === 'integer' ? Number(decoded) : decoded;
         const takes = validate(typed);
         const status = await answer({ op: '', target: prefix + value, status: 0 });
-        if (takes !== (status !== 400)) wrong.push(`${name}=${value}: the document ${takes ? 'takes' : 'refuses'} it, the server answers ${status}`);
+        if (takes !== (status !== 400))
+          wrong.push(`${name}=${value}: the document ${takes ? 'takes' : 'refuses'} it, the server answers ${status}`);
       }
     }
     assert.deepEqual(wrong, []);
@@ -265,9 +422,41 @@ describe('the OpenAPI document against the answers', () => {
   test('bodies: the document requires exactly the fields the server requires', async () => {
     const ajv = new Ajv2020({ strict: false });
     const cases: [string, string, string, Json[]][] = [
-      ['NewPersonInput', 'POST', '/personen', [{}, { vorname: 'A', nachname: 'B' }, { vorname: ' ', nachname: 'B', username: 'ab1' }, { vorname: 'A', nachname: 'B', username: 'ab2' }]],
-      ['PersonInput', 'PUT', '/person/neuer-name', [{}, { vorname: 'Neuer' }, { vorname: 'Neuer', nachname: 'Name' }, { vorname: 'x'.repeat(201), nachname: 'Name' }]],
-      ['WerkInput', 'PUT', `/werk/${made.lentWerk}`, [{}, { titel: '' }, { titel: 'Verliehen', jahr: 3001 }, { titel: 'Verliehen', jahr: '1999' }, { titel: 'Verliehen', jahr: null }, { titel: 'Verliehen', jahr: '19x' }]],
+      [
+        'NewPersonInput',
+        'POST',
+        '/personen',
+        [
+          {},
+          { vorname: 'A', nachname: 'B' },
+          { vorname: ' ', nachname: 'B', username: 'ab1' },
+          { vorname: 'A', nachname: 'B', username: 'ab2' },
+        ],
+      ],
+      [
+        'PersonInput',
+        'PUT',
+        '/person/neuer-name',
+        [
+          {},
+          { vorname: 'Neuer' },
+          { vorname: 'Neuer', nachname: 'Name' },
+          { vorname: 'x'.repeat(201), nachname: 'Name' },
+        ],
+      ],
+      [
+        'WerkInput',
+        'PUT',
+        `/werk/${made.lentWerk}`,
+        [
+          {},
+          { titel: '' },
+          { titel: 'Verliehen', jahr: 3001 },
+          { titel: 'Verliehen', jahr: '1999' },
+          { titel: 'Verliehen', jahr: null },
+          { titel: 'Verliehen', jahr: '19x' },
+        ],
+      ],
       ['LoanInput', 'POST', '/entlehnte/2', [{}, { url: ' ' }, { url: '1', bis: '24.12.2026' }]],
     ];
     const wrong: string[] = [];
@@ -275,23 +464,53 @@ describe('the OpenAPI document against the answers', () => {
       const validate = ajv.compile(spec.components.schemas[name] as Json);
       for (const value of values) {
         const takes = validate(value);
-        const status = await answer({ op: '', target, method, headers: { ...json, ...librarian }, body: JSON.stringify(value), status: 0 });
-        if (takes !== (status !== 422)) wrong.push(`${name} ${JSON.stringify(value)}: the document ${takes ? 'takes' : 'refuses'} it, the server answers ${status}`);
+        const status = await answer({
+          op: '',
+          target,
+          method,
+          headers: { ...json, ...librarian },
+          body: JSON.stringify(value),
+          status: 0,
+        });
+        if (takes !== (status !== 422))
+          wrong.push(
+            `${name} ${JSON.stringify(value)}: the document ${takes ? 'takes' : 'refuses'} it, the server answers ${status}`,
+          );
       }
     }
     assert.deepEqual(wrong, []);
   });
 
-  test('every operation that reads the database answers 503 while it is away, and only those', { skip: backend !== 'postgres' && 'the relay stands between the server and PostgreSQL; PGlite runs in the process' }, async () => {
+  test('every operation that reads the database answers 503 while it is away, and only those', {
+    skip: backend !== 'postgres' && 'the relay stands between the server and PostgreSQL; PGlite runs in the process',
+  }, async () => {
     relay?.close();
-    const targets: Record<string, string> = { '/sitemap': '/sitemap.xml', '/search': '/search?query=any,contains,m%C3%BCller' };
+    const targets: Record<string, string> = {
+      '/sitemap': '/sitemap.xml',
+      '/search': '/search?query=any,contains,m%C3%BCller',
+    };
     const samples = operations().map((op): Sample => {
       const [method, path] = op.split(' ') as [string, string];
       // With credentials, so that the operations that read them do; public documents never read them.
       const form = method === 'post' && (path === '/login' || path === '/logout');
-      const headers = { ...json, ...librarian, ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) };
-      const body = form ? `username=bibliothek&password=bibliothek-demo&csrf_token=${librarian['x-csrf-token']}` : bodies[op] ? JSON.stringify(bodies[op]) : undefined;
-      return { op, target: targets[path] ?? example(path), method: method.toUpperCase(), headers, body, status: documented(op).includes('503') ? 503 : 200 };
+      const headers = {
+        ...json,
+        ...librarian,
+        ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+      };
+      const body = form
+        ? `username=bibliothek&password=bibliothek-demo&csrf_token=${librarian['x-csrf-token']}`
+        : bodies[op]
+          ? JSON.stringify(bodies[op])
+          : undefined;
+      return {
+        op,
+        target: targets[path] ?? example(path),
+        method: method.toUpperCase(),
+        headers,
+        body,
+        status: documented(op).includes('503') ? 503 : 200,
+      };
     });
     assert.deepEqual(await check(samples), []);
     assert.deepEqual(unshown(samples, ['400', '403', '404', '406', '409', '410', '413', '415', '422', '429']), []);

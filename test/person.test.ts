@@ -25,7 +25,12 @@ describe('the person max-muster', () => {
 
   test('answers the same JSON at /person/<slug>, /person/<id>, person.php?slug= and person.php?pid=', async () => {
     const bodies = [];
-    for (const path of ['/person/max-muster.json', '/person/1.json', '/person.php?slug=max-muster', '/person.php?pid=1']) {
+    for (const path of [
+      '/person/max-muster.json',
+      '/person/1.json',
+      '/person.php?slug=max-muster',
+      '/person.php?pid=1',
+    ]) {
       const res = await get(path, { accept: 'application/json' });
       assert.equal(res.status, 200, path);
       bodies.push(await res.text());
@@ -48,7 +53,13 @@ describe('the person max-muster', () => {
   test('XML has root person with image ref, vorname, nachname, username and werke/werk', async () => {
     const res = await get('/person/max-muster.xml');
     assert.equal(res.headers.get('content-type'), 'application/xml; charset=utf-8');
-    const escape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
+    const escape = (s: string) =>
+      s
+        .replace(/&/g, '&amp;')
+        .replace(/</g, '&lt;')
+        .replace(/>/g, '&gt;')
+        .replace(/"/g, '&quot;')
+        .replace(/'/g, '&apos;');
     const expected = [
       '<?xml version="1.0" encoding="UTF-8"?>',
       '<person>',
@@ -70,7 +81,8 @@ describe('the person max-muster', () => {
     try {
       execFileSync('xmllint', ['--noout', '-'], { input: xml, stdio: ['pipe', 'pipe', 'pipe'] });
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !process.env.CI) return t.skip('xmllint is not installed');
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !process.env.CI)
+        return t.skip('xmllint is not installed');
       throw err;
     }
   });
@@ -83,11 +95,20 @@ describe('the person max-muster', () => {
     assert.match(html, /<img class="portrait" src="\/img\/max-muster\.svg" alt="Picture of Max Muster"/);
     assert.match(html, new RegExp(`<p>Max Muster has ${werke.length} works in the database; user name mmuster\\.</p>`));
     const links = [...html.matchAll(/<li><a href="(werk\/\d+)">([^<]*)<\/a><\/li>/g)].map((m) => m[1]);
-    assert.deepEqual(links, werke.map((w) => `werk/${w.id}`));
+    assert.deepEqual(
+      links,
+      werke.map((w) => `werk/${w.id}`),
+    );
   });
 
   test('the relative werk links lead to the work from every person URL form', async () => {
-    for (const path of ['/person/max-muster', '/person/max-muster.html', '/person/1', '/person.php?pid=1', '/person.php?slug=max-muster']) {
+    for (const path of [
+      '/person/max-muster',
+      '/person/max-muster.html',
+      '/person/1',
+      '/person.php?pid=1',
+      '/person.php?slug=max-muster',
+    ]) {
       const html = await (await get(path)).text();
       const base = /<base href="([^"]+)">/.exec(html)?.[1];
       assert.equal(base, '/', path);
@@ -102,12 +123,15 @@ describe('the person max-muster', () => {
 
   test('a script-style URL links its canonical rewritten twin and its alternates', async () => {
     const res = await get('/person.php?pid=1');
-    assert.equal(res.headers.get('link'), [
-      `<${server.origin}/person/max-muster>; rel="canonical"`,
-      `<${server.origin}/person/max-muster.html>; rel="alternate"; type="text/html"`,
-      `<${server.origin}/person/max-muster.xml>; rel="alternate"; type="application/xml"`,
-      `<${server.origin}/person/max-muster.json>; rel="alternate"; type="application/json"`,
-    ].join(', '));
+    assert.equal(
+      res.headers.get('link'),
+      [
+        `<${server.origin}/person/max-muster>; rel="canonical"`,
+        `<${server.origin}/person/max-muster.html>; rel="alternate"; type="text/html"`,
+        `<${server.origin}/person/max-muster.xml>; rel="alternate"; type="application/xml"`,
+        `<${server.origin}/person/max-muster.json>; rel="alternate"; type="application/json"`,
+      ].join(', '),
+    );
   });
 });
 

@@ -23,9 +23,17 @@ describe('person pictures', () => {
 
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-bilder-'));
-    server = await startTestServer({ PICTURES_DIR: dir, PICTURE_MAX_BYTES: String(256 * 1024), PICTURE_MAX_PIXELS: '1000000' });
-    png = await sharp({ create: { width: 600, height: 400, channels: 3, background: '#3366aa' } }).png().toBuffer();
-    jpeg = await sharp({ create: { width: 300, height: 500, channels: 3, background: '#aa6633' } }).jpeg().toBuffer();
+    server = await startTestServer({
+      PICTURES_DIR: dir,
+      PICTURE_MAX_BYTES: String(256 * 1024),
+      PICTURE_MAX_PIXELS: '1000000',
+    });
+    png = await sharp({ create: { width: 600, height: 400, channels: 3, background: '#3366aa' } })
+      .png()
+      .toBuffer();
+    jpeg = await sharp({ create: { width: 300, height: 500, channels: 3, background: '#aa6633' } })
+      .jpeg()
+      .toBuffer();
   });
   after(async () => {
     await server.close();
@@ -33,12 +41,24 @@ describe('person pictures', () => {
   });
 
   /** The upload form of a person, sent as a browser sends it. */
-  async function sendForm(slug: string, file: { bytes: Buffer; type: string; name: string } | null, options: { cookie: string; token?: string | null; accept?: string }): Promise<Response> {
+  async function sendForm(
+    slug: string,
+    file: { bytes: Buffer; type: string; name: string } | null,
+    options: { cookie: string; token?: string | null; accept?: string },
+  ): Promise<Response> {
     const form = new FormData();
-    const token = options.token === undefined ? await csrfTokenOf(server.origin, options.cookie, `/person/${slug}/bild`) : options.token;
+    const token =
+      options.token === undefined
+        ? await csrfTokenOf(server.origin, options.cookie, `/person/${slug}/bild`)
+        : options.token;
     if (token !== null) form.append('csrf_token', token);
     if (file) form.append('bild', new Blob([file.bytes], { type: file.type }), file.name);
-    return fetch(`${server.origin}/person/${slug}/bild`, { method: 'POST', redirect: 'manual', body: form, headers: { cookie: options.cookie, accept: options.accept ?? 'text/html' } });
+    return fetch(`${server.origin}/person/${slug}/bild`, {
+      method: 'POST',
+      redirect: 'manual',
+      body: form,
+      headers: { cookie: options.cookie, accept: options.accept ?? 'text/html' },
+    });
   }
 
   test('the person uploads a PNG through the form: stored in both sizes, and every representation points at it', async () => {
@@ -78,8 +98,13 @@ describe('person pictures', () => {
 
   test('a librarian sends a JPEG as the body with Basic credentials and gets the person', async () => {
     const res = await fetch(`${server.origin}/person/juergen-mueller/bild`, {
-      method: 'POST', body: jpeg,
-      headers: { authorization: basic('bibliothek', demo.bibliothek.password), 'content-type': 'image/jpeg', accept: 'application/json' },
+      method: 'POST',
+      body: jpeg,
+      headers: {
+        authorization: basic('bibliothek', demo.bibliothek.password),
+        'content-type': 'image/jpeg',
+        accept: 'application/json',
+      },
     });
     assert.equal(res.status, 200);
     const person = await readJson(res);
@@ -112,28 +137,66 @@ describe('person pictures', () => {
     };
 
     test('a file that is not a picture, whatever its Content-Type says: 415', async () => {
-      const res = await sendForm('max-muster', { bytes: Buffer.from('<?php echo "hello"; ?>\n'.repeat(50)), type: 'image/png', name: 'x.png' }, { cookie, accept: 'application/json' });
+      const res = await sendForm(
+        'max-muster',
+        { bytes: Buffer.from('<?php echo "hello"; ?>\n'.repeat(50)), type: 'image/png', name: 'x.png' },
+        { cookie, accept: 'application/json' },
+      );
       await problem(res, 415, /not a JPEG, PNG or WebP/);
     });
 
     test('a PNG that is cut off after its header: 4xx', async () => {
-      const res = await sendForm('max-muster', { bytes: png.subarray(0, 60), type: 'image/png', name: 'cut.png' }, { cookie, accept: 'application/json' });
+      const res = await sendForm(
+        'max-muster',
+        { bytes: png.subarray(0, 60), type: 'image/png', name: 'cut.png' },
+        { cookie, accept: 'application/json' },
+      );
       assert.ok([415, 422].includes(res.status), String(res.status));
       await problem(res, res.status, /cannot be (read|decoded)/);
     });
 
     test('a file over the size limit: 413', async () => {
-      const noise = await sharp(Buffer.from(Array.from({ length: 300 * 300 * 3 }, (_, i) => (i * 2654435761) % 251)), { raw: { width: 300, height: 300, channels: 3 } }).png({ compressionLevel: 0 }).toBuffer();
+      const noise = await sharp(Buffer.from(Array.from({ length: 300 * 300 * 3 }, (_, i) => (i * 2654435761) % 251)), {
+        raw: { width: 300, height: 300, channels: 3 },
+      })
+        .png({ compressionLevel: 0 })
+        .toBuffer();
       assert.ok(noise.length > 256 * 1024 && noise.length < 300 * 1024, `${noise.length} bytes`);
-      await problem(await sendForm('max-muster', { bytes: noise, type: 'image/png', name: 'big.png' }, { cookie, accept: 'application/json' }), 413, /larger than/);
+      await problem(
+        await sendForm(
+          'max-muster',
+          { bytes: noise, type: 'image/png', name: 'big.png' },
+          { cookie, accept: 'application/json' },
+        ),
+        413,
+        /larger than/,
+      );
       const huge = Buffer.alloc(2 * 1024 * 1024);
-      await problem(await sendForm('max-muster', { bytes: huge, type: 'image/png', name: 'huge.png' }, { cookie, accept: 'application/json' }), 413, /larger than/);
+      await problem(
+        await sendForm(
+          'max-muster',
+          { bytes: huge, type: 'image/png', name: 'huge.png' },
+          { cookie, accept: 'application/json' },
+        ),
+        413,
+        /larger than/,
+      );
     });
 
     test('a decompression bomb (more pixels than the limit, small file): 422 before it is decoded', async () => {
-      const bomb = await sharp({ create: { width: 2000, height: 2000, channels: 3, background: '#ffffff' } }).png({ compressionLevel: 9 }).toBuffer();
+      const bomb = await sharp({ create: { width: 2000, height: 2000, channels: 3, background: '#ffffff' } })
+        .png({ compressionLevel: 9 })
+        .toBuffer();
       assert.ok(bomb.length < 64 * 1024, `${bomb.length} bytes`);
-      await problem(await sendForm('max-muster', { bytes: bomb, type: 'image/png', name: 'bomb.png' }, { cookie, accept: 'application/json' }), 422, /2000 × 2000 pixels/);
+      await problem(
+        await sendForm(
+          'max-muster',
+          { bytes: bomb, type: 'image/png', name: 'bomb.png' },
+          { cookie, accept: 'application/json' },
+        ),
+        422,
+        /2000 × 2000 pixels/,
+      );
     });
 
     test('a form without a file: 422', async () => {
@@ -141,30 +204,77 @@ describe('person pictures', () => {
     });
 
     test('without the CSRF token: 403', async () => {
-      await problem(await sendForm('max-muster', { bytes: png, type: 'image/png', name: 'ich.png' }, { cookie, token: null, accept: 'application/json' }), 403, /CSRF token/);
-      await problem(await sendForm('max-muster', { bytes: png, type: 'image/png', name: 'ich.png' }, { cookie, token: 'wrong', accept: 'application/json' }), 403, /CSRF token/);
+      await problem(
+        await sendForm(
+          'max-muster',
+          { bytes: png, type: 'image/png', name: 'ich.png' },
+          { cookie, token: null, accept: 'application/json' },
+        ),
+        403,
+        /CSRF token/,
+      );
+      await problem(
+        await sendForm(
+          'max-muster',
+          { bytes: png, type: 'image/png', name: 'ich.png' },
+          { cookie, token: 'wrong', accept: 'application/json' },
+        ),
+        403,
+        /CSRF token/,
+      );
     });
 
     test('anonymous, someone else, or a form with Basic credentials: 403, 403 and 415', async () => {
       const form = new FormData();
       form.append('bild', new Blob([png], { type: 'image/png' }), 'ich.png');
-      const anonymous = await fetch(`${server.origin}/person/max-muster/bild`, { method: 'POST', body: form, headers: { accept: 'application/json' } });
+      const anonymous = await fetch(`${server.origin}/person/max-muster/bild`, {
+        method: 'POST',
+        body: form,
+        headers: { accept: 'application/json' },
+      });
       await problem(anonymous, 403, /Log in/);
       const other = await logInAs(server.origin, 'jmueller');
       const token = await csrfTokenOf(server.origin, other, '/person/juergen-mueller/bild');
-      await problem(await sendForm('max-muster', { bytes: png, type: 'image/png', name: 'ich.png' }, { cookie: other, token, accept: 'application/json' }), 403, /only your own person/);
-      const withBasic = await fetch(`${server.origin}/person/max-muster/bild`, { method: 'POST', body: form, headers: { accept: 'application/json', authorization: basic('mmuster', demo.mmuster.password) } });
+      await problem(
+        await sendForm(
+          'max-muster',
+          { bytes: png, type: 'image/png', name: 'ich.png' },
+          { cookie: other, token, accept: 'application/json' },
+        ),
+        403,
+        /only your own person/,
+      );
+      const withBasic = await fetch(`${server.origin}/person/max-muster/bild`, {
+        method: 'POST',
+        body: form,
+        headers: { accept: 'application/json', authorization: basic('mmuster', demo.mmuster.password) },
+      });
       await problem(withBasic, 415, /Basic credentials/);
       const page = await fetch(`${server.origin}/person/max-muster/bild`, { headers: { cookie: other } });
       assert.equal(page.status, 403);
     });
 
     test('another type of body: 415', async () => {
-      const res = await fetch(`${server.origin}/person/max-muster/bild`, { method: 'POST', body: '{}', headers: { cookie, 'content-type': 'application/json', 'x-csrf-token': 'x', accept: 'application/json' } });
+      const res = await fetch(`${server.origin}/person/max-muster/bild`, {
+        method: 'POST',
+        body: '{}',
+        headers: { cookie, 'content-type': 'application/json', 'x-csrf-token': 'x', accept: 'application/json' },
+      });
       await problem(res, 415, /multipart\/form-data/);
       const librarian = { authorization: basic('bibliothek', demo.bibliothek.password), accept: 'application/json' };
-      for (const [type, body] of [['multipart/form-data', 'xx'], ['multipart/form-data; boundary=abc', '--abc\r\nbroken']]) {
-        await problem(await fetch(`${server.origin}/person/max-muster/bild`, { method: 'POST', body, headers: { ...librarian, 'content-type': type as string } }), 400, /form is malformed/);
+      for (const [type, body] of [
+        ['multipart/form-data', 'xx'],
+        ['multipart/form-data; boundary=abc', '--abc\r\nbroken'],
+      ]) {
+        await problem(
+          await fetch(`${server.origin}/person/max-muster/bild`, {
+            method: 'POST',
+            body,
+            headers: { ...librarian, 'content-type': type as string },
+          }),
+          400,
+          /form is malformed/,
+        );
       }
     });
   });
@@ -174,13 +284,16 @@ describe('person pictures', () => {
     const cookie = await logInAs(server.origin, 'mmuster');
     const token = await csrfTokenOf(server.origin, cookie, '/person/max-muster/bild');
     const boundary = 'portfolio-test-boundary';
-    const head = `--${boundary}\r\nContent-Disposition: form-data; name="csrf_token"\r\n\r\n${token}\r\n` +
+    const head =
+      `--${boundary}\r\nContent-Disposition: form-data; name="csrf_token"\r\n\r\n${token}\r\n` +
       `--${boundary}\r\nContent-Disposition: form-data; name="bild"; filename="ich.png"\r\nContent-Type: image/png\r\n\r\n`;
     const declared = head.length + 200 * 1024;
     const socket = net.connect(Number(new URL(server.origin).port), '127.0.0.1');
     socket.on('error', () => {});
     await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-    socket.write(`POST /person/max-muster/bild HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: ${cookie}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${declared}\r\n\r\n`);
+    socket.write(
+      `POST /person/max-muster/bild HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: ${cookie}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${declared}\r\n\r\n`,
+    );
     socket.write(head);
     socket.write(png.subarray(0, Math.min(png.length, 1000)));
     socket.write(Buffer.alloc(50 * 1024, 7));

@@ -22,7 +22,9 @@ let built: ReturnType<typeof buildServer> | undefined;
 
 /** The program's database: the test's PostgreSQL database, or PGlite in dataDir. */
 export function databaseEnv(db: TestDb, dataDir: string): Record<string, string> {
-  return backend === 'postgres' ? { DATABASE_URL: db.url as string, DATA_DIR: dataDir } : { DATABASE_URL: '', DATA_DIR: dataDir };
+  return backend === 'postgres'
+    ? { DATABASE_URL: db.url as string, DATA_DIR: dataDir }
+    : { DATABASE_URL: '', DATA_DIR: dataDir };
 }
 
 /** A started program with a database of its own; close() stops it and removes the database. */
@@ -53,24 +55,45 @@ export async function startOwnProgram(env: Record<string, string> = {}): Promise
  * search process, or the one process; searches are 503 before); `serving` waits for fewer
  * workers, `searching: false` not for the index.
  */
-export async function startProgram(env: Record<string, string>, options: { serving?: number; searching?: boolean } = {}): Promise<Program> {
+export async function startProgram(
+  env: Record<string, string>,
+  options: { serving?: number; searching?: boolean } = {},
+): Promise<Program> {
   // Built once per test process, from the sources as they are now.
   built ??= buildServer();
   await built;
   const logDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-logs-'));
   const child = spawn(process.execPath, startArguments(), {
     cwd: root,
-    env: { ...process.env, NODE_ENV: 'production', PORT: '0', HOST: '127.0.0.1', LOG_DIR: logDir, DEMO_DATA: '1', ...env },
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_DIR: logDir,
+      DEMO_DATA: '1',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-  child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const workers = options.serving ?? Number(env.WEB_CONCURRENCY ?? 1);
   const searching = options.searching ?? true;
-  const listening = (text: string) => (text.match(/listening on /g) ?? []).length >= workers && (!searching || /search process \d+ answers searches|search index is read/.test(text));
-  await waitFor(() => output, (text) => listening(text) || child.exitCode !== null, 60_000);
+  const listening = (text: string) =>
+    (text.match(/listening on /g) ?? []).length >= workers &&
+    (!searching || /search process \d+ answers searches|search index is read/.test(text));
+  await waitFor(
+    () => output,
+    (text) => listening(text) || child.exitCode !== null,
+    60_000,
+  );
   const port = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(output)?.[1];
   if (!port || !listening(output)) throw new Error(`the server did not start:\n${output}`);
   return {

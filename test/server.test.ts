@@ -19,13 +19,29 @@ describe('representation choice', () => {
   const cases: [string, Record<string, string>, string][] = [
     ['no Accept header', {}, 'text/html; charset=utf-8'],
     ['Accept */*', { accept: '*/*' }, 'text/html; charset=utf-8'],
-    ["a browser's Accept header", { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' }, 'text/html; charset=utf-8'],
+    [
+      "a browser's Accept header",
+      { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' },
+      'text/html; charset=utf-8',
+    ],
     ['Accept application/xml', { accept: 'application/xml' }, 'application/xml; charset=utf-8'],
     ['Accept text/xml', { accept: 'text/xml' }, 'application/xml; charset=utf-8'],
     ['Accept application/json', { accept: 'application/json' }, 'application/json; charset=utf-8'],
-    ['q-values: JSON preferred over HTML', { accept: 'text/html;q=0.5, application/json' }, 'application/json; charset=utf-8'],
-    ['equal q: the more specific type wins', { accept: 'application/*;q=0.8, application/json;q=0.8, text/*;q=0.1' }, 'application/json; charset=utf-8'],
-    ['equal q and specificity: server order HTML, XML, JSON', { accept: 'application/json, application/xml' }, 'application/xml; charset=utf-8'],
+    [
+      'q-values: JSON preferred over HTML',
+      { accept: 'text/html;q=0.5, application/json' },
+      'application/json; charset=utf-8',
+    ],
+    [
+      'equal q: the more specific type wins',
+      { accept: 'application/*;q=0.8, application/json;q=0.8, text/*;q=0.1' },
+      'application/json; charset=utf-8',
+    ],
+    [
+      'equal q and specificity: server order HTML, XML, JSON',
+      { accept: 'application/json, application/xml' },
+      'application/xml; charset=utf-8',
+    ],
   ];
   for (const [name, headers, type] of cases) {
     test(`${name} gives ${type.split(';')[0]}`, async () => {
@@ -44,10 +60,22 @@ describe('representation choice', () => {
   });
 
   test('suffixes work on every rewritten resource URL', async () => {
-    for (const path of ['/personen.xml', '/werk/1.html', '/werk/1.json', '/index.json', '/search.xml?query=any,contains,max']) {
+    for (const path of [
+      '/personen.xml',
+      '/werk/1.html',
+      '/werk/1.json',
+      '/index.json',
+      '/search.xml?query=any,contains,max',
+    ]) {
       const res = await get(path);
       assert.equal(res.status, 200, path);
-      assert.equal(res.headers.get('content-type')?.split(';')[0], { html: 'text/html', xml: 'application/xml', json: 'application/json' }[path.split('?')[0]?.split('.').pop() as string], path);
+      assert.equal(
+        res.headers.get('content-type')?.split(';')[0],
+        { html: 'text/html', xml: 'application/xml', json: 'application/json' }[
+          path.split('?')[0]?.split('.').pop() as string
+        ],
+        path,
+      );
     }
   });
 
@@ -56,15 +84,22 @@ describe('representation choice', () => {
     assert.equal(res.status, 406);
     assert.equal(res.headers.get('content-type'), 'text/html; charset=utf-8');
     const html = await res.text();
-    for (const suffix of ['html', 'xml', 'json']) assert.ok(html.includes(`href="${server.origin}/person/max-muster.${suffix}"`), suffix);
+    for (const suffix of ['html', 'xml', 'json'])
+      assert.ok(html.includes(`href="${server.origin}/person/max-muster.${suffix}"`), suffix);
   });
 
   test('the 406 list keeps the query, and a script URL lists its own forms', async () => {
-    for (const [path, stem, query] of [['/search?query=any,contains,haus', '/search', '?query=any,contains,haus'], ['/person.php?pid=1', '/person.php', '?pid=1']] as const) {
+    for (const [path, stem, query] of [
+      ['/search?query=any,contains,haus', '/search', '?query=any,contains,haus'],
+      ['/person.php?pid=1', '/person.php', '?pid=1'],
+    ] as const) {
       const res = await get(path, { accept: 'application/problem+json' });
       assert.equal(res.status, 406);
       const hrefs = (await readJson(res)).alternates.map((a: { href: string }) => a.href) as string[];
-      assert.deepEqual(hrefs, ['html', 'xml', 'json'].map((s) => `${server.origin}${stem}.${s}${query}`));
+      assert.deepEqual(
+        hrefs,
+        ['html', 'xml', 'json'].map((s) => `${server.origin}${stem}.${s}${query}`),
+      );
       for (const href of hrefs) assert.equal((await fetch(href)).status, 200, href);
     }
   });
@@ -73,7 +108,10 @@ describe('representation choice', () => {
     const res = await get('/person/max-muster', { accept: 'application/problem+json' });
     assert.equal(res.status, 406);
     const problem = await readJson(res);
-    assert.deepEqual(problem.alternates.map((a: { href: string }) => a.href), ['html', 'xml', 'json'].map((s) => `${server.origin}/person/max-muster.${s}`));
+    assert.deepEqual(
+      problem.alternates.map((a: { href: string }) => a.href),
+      ['html', 'xml', 'json'].map((s) => `${server.origin}/person/max-muster.${s}`),
+    );
   });
 });
 
@@ -113,7 +151,18 @@ describe('URL styles', () => {
     assert.equal(res.headers.location, `${server.origin}/a%20b`);
   });
 
-  for (const target of ['/foo.php', '/../server.ts', '/%2e%2e/server.ts', '/person.php%00', '/person.php%00.json', '/scripts/person.ts', '/server.ts', '/lib/db.ts', '/etc/passwd', '/nothing']) {
+  for (const target of [
+    '/foo.php',
+    '/../server.ts',
+    '/%2e%2e/server.ts',
+    '/person.php%00',
+    '/person.php%00.json',
+    '/scripts/person.ts',
+    '/server.ts',
+    '/lib/db.ts',
+    '/etc/passwd',
+    '/nothing',
+  ]) {
     test(`${target} is 404, never a file read`, async () => {
       const res = await rawRequest(server.origin, target);
       assert.equal(res.status, 404);
@@ -182,7 +231,8 @@ describe('headers and methods', () => {
 
   test('each representation has its own strong ETag', async () => {
     const tags = new Set<string | null>();
-    for (const suffix of ['html', 'xml', 'json']) tags.add((await get(`/person/max-muster.${suffix}`)).headers.get('etag'));
+    for (const suffix of ['html', 'xml', 'json'])
+      tags.add((await get(`/person/max-muster.${suffix}`)).headers.get('etag'));
     assert.equal(tags.size, 3);
   });
 
@@ -191,7 +241,18 @@ describe('headers and methods', () => {
   });
 
   test('no public GET carries Set-Cookie', async () => {
-    for (const path of ['/', '/personen', '/person/max-muster', '/person.php?pid=1', '/werk/1', '/search', '/search?query=any,contains,a', '/img/max-muster.svg', '/nothing', '/person.php?pid=x']) {
+    for (const path of [
+      '/',
+      '/personen',
+      '/person/max-muster',
+      '/person.php?pid=1',
+      '/werk/1',
+      '/search',
+      '/search?query=any,contains,a',
+      '/img/max-muster.svg',
+      '/nothing',
+      '/person.php?pid=x',
+    ]) {
       for (const suffix of ['', '.json']) {
         const target = suffix && path.includes('?') ? path.replace('?', `${suffix}?`) : path + suffix;
         const res = await rawRequest(server.origin, target);

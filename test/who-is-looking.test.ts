@@ -20,10 +20,18 @@ test('a public document is the same bytes and ETag with and without a login, and
   for (const path of ['/', '/personen', '/person/max-muster', '/werk/2', '/search?query=any,contains,Meer']) {
     const anonymous = await fetch(server.origin + path);
     const user = await fetch(server.origin + path, { headers: { cookie } });
-    const librarian = await fetch(server.origin + path, { headers: { authorization: basic('bibliothek', demo.bibliothek.password) } });
-    const answers = await Promise.all([anonymous, user, librarian].map(async (res) => ({
-      status: res.status, etag: res.headers.get('etag'), cacheControl: res.headers.get('cache-control'), setCookie: res.headers.get('set-cookie'), body: await res.text(),
-    })));
+    const librarian = await fetch(server.origin + path, {
+      headers: { authorization: basic('bibliothek', demo.bibliothek.password) },
+    });
+    const answers = await Promise.all(
+      [anonymous, user, librarian].map(async (res) => ({
+        status: res.status,
+        etag: res.headers.get('etag'),
+        cacheControl: res.headers.get('cache-control'),
+        setCookie: res.headers.get('set-cookie'),
+        body: await res.text(),
+      })),
+    );
     assert.equal(answers[0]?.status, 200, path);
     assert.equal(answers[0]?.cacheControl, 'public, no-cache', path);
     assert.equal(answers[0]?.setCookie, null, path);
@@ -44,17 +52,40 @@ test('/me.json names who is looking, privately and never stored', async () => {
   assert.equal(user.headers.get('access-control-allow-origin'), null, 'no other site may read the token');
   const me = await readJson(user);
   assert.match(me.angemeldet.csrf_token, /^[A-Za-z0-9_-]{20,}$/);
-  assert.deepEqual({ ...me.angemeldet, csrf_token: '…' }, {
-    name: 'mmuster', rolle: 'user', entlehnte: `${server.origin}/entlehnte/2`, person: `${server.origin}/person/max-muster`, csrf_token: '…',
-  });
+  assert.deepEqual(
+    { ...me.angemeldet, csrf_token: '…' },
+    {
+      name: 'mmuster',
+      rolle: 'user',
+      entlehnte: `${server.origin}/entlehnte/2`,
+      person: `${server.origin}/person/max-muster`,
+      csrf_token: '…',
+    },
+  );
   // The token is the one the log-out button needs: it ends the session.
   const logout = await fetch(`${server.origin}/logout`, {
-    method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: `csrf_token=${me.angemeldet.csrf_token}`,
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    body: `csrf_token=${me.angemeldet.csrf_token}`,
   });
   assert.equal(logout.status, 303);
   assert.equal((await readJson(await fetch(`${server.origin}/me.json`, { headers: { cookie } }))).angemeldet, null);
 
-  const viaBasic = await readJson(await fetch(`${server.origin}/me.json`, { headers: { authorization: basic('bibliothek', demo.bibliothek.password) } }));
-  assert.deepEqual(viaBasic.angemeldet, { name: 'bibliothek', rolle: 'librarian', entlehnte: `${server.origin}/entlehnte/1`, person: null, csrf_token: null });
-  assert.deepEqual([(await fetch(`${server.origin}/me.xml`)).status, (await fetch(`${server.origin}/me.html`)).status], [406, 406]);
+  const viaBasic = await readJson(
+    await fetch(`${server.origin}/me.json`, {
+      headers: { authorization: basic('bibliothek', demo.bibliothek.password) },
+    }),
+  );
+  assert.deepEqual(viaBasic.angemeldet, {
+    name: 'bibliothek',
+    rolle: 'librarian',
+    entlehnte: `${server.origin}/entlehnte/1`,
+    person: null,
+    csrf_token: null,
+  });
+  assert.deepEqual(
+    [(await fetch(`${server.origin}/me.xml`)).status, (await fetch(`${server.origin}/me.html`)).status],
+    [406, 406],
+  );
 });

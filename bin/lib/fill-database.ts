@@ -60,8 +60,12 @@ export async function generateData(db: Db, options: GenerateOptions): Promise<Ge
     }
     progress({ phase: 'indexes', done: indexes.length, total: indexes.length });
     // Explicit ids leave the identity sequences behind; new rows continue after the last id.
-    await tx.query(`SELECT setval(pg_get_serial_sequence('person', 'id'), greatest(1, (SELECT max(id) FROM person)), (SELECT count(*) > 0 FROM person))`);
-    await tx.query(`SELECT setval(pg_get_serial_sequence('werk', 'id'), greatest(1, (SELECT max(id) FROM werk)), (SELECT count(*) > 0 FROM werk))`);
+    await tx.query(
+      `SELECT setval(pg_get_serial_sequence('person', 'id'), greatest(1, (SELECT max(id) FROM person)), (SELECT count(*) > 0 FROM person))`,
+    );
+    await tx.query(
+      `SELECT setval(pg_get_serial_sequence('werk', 'id'), greatest(1, (SELECT max(id) FROM werk)), (SELECT count(*) > 0 FROM werk))`,
+    );
   });
   progress({ phase: 'analyze', done: 0, total: 1 });
   await db.exec('ANALYZE person; ANALYZE werk');
@@ -70,10 +74,14 @@ export async function generateData(db: Db, options: GenerateOptions): Promise<Ge
 }
 
 async function emptyTables(tx: Queryable, replace: boolean): Promise<void> {
-  const [row] = await tx.query<{ filled: boolean }>('SELECT EXISTS (SELECT 1 FROM person) OR EXISTS (SELECT 1 FROM werk) AS filled');
+  const [row] = await tx.query<{ filled: boolean }>(
+    'SELECT EXISTS (SELECT 1 FROM person) OR EXISTS (SELECT 1 FROM werk) AS filled',
+  );
   if (!row?.filled) return;
   if (!replace) {
-    throw new DatabaseNotEmptyError('The database already has persons or works; run again with --replace to delete them (and everything that refers to them) and generate new ones.');
+    throw new DatabaseNotEmptyError(
+      'The database already has persons or works; run again with --replace to delete them (and everything that refers to them) and generate new ones.',
+    );
   }
   await tx.exec('TRUNCATE person, werk RESTART IDENTITY CASCADE');
 }

@@ -15,7 +15,11 @@ interface ImportOptions {
   /** Named in the table's comment. */
   source: string;
 }
-interface Finding { line: number; text: string; reason: string }
+interface Finding {
+  line: number;
+  text: string;
+  reason: string;
+}
 interface ImportedTable {
   comment: string;
   directory: string;
@@ -23,14 +27,31 @@ interface ImportedTable {
   representationSuffixes: false;
   rules: RewriteRuleSource[];
 }
-interface ImportResult { table: ImportedTable; findings: Finding[] }
+interface ImportResult {
+  table: ImportedTable;
+  findings: Finding[];
+}
 
-interface Line { number: number; text: string }
-interface PendingCondition { line: Line; condition: RewriteConditionSource }
+interface Line {
+  number: number;
+  text: string;
+}
+interface PendingCondition {
+  line: Line;
+  condition: RewriteConditionSource;
+}
 
 // Flags that change nothing in a site of scripts: no subrequests, and PT is ignored in directory context.
-const HARMLESS_FLAGS = new Map([['ns', 'there are no subrequests here'], ['nosubreq', 'there are no subrequests here'], ['pt', 'Apache ignores PT in directory context'], ['passthrough', 'Apache ignores PT in directory context']]);
-const STATUS_FLAGS = new Map([['403', 'F'], ['410', 'G']]);
+const HARMLESS_FLAGS = new Map([
+  ['ns', 'there are no subrequests here'],
+  ['nosubreq', 'there are no subrequests here'],
+  ['pt', 'Apache ignores PT in directory context'],
+  ['passthrough', 'Apache ignores PT in directory context'],
+]);
+const STATUS_FLAGS = new Map([
+  ['403', 'F'],
+  ['410', 'G'],
+]);
 
 export function importHtaccess(text: string, options: ImportOptions): ImportResult {
   const findings: Finding[] = [];
@@ -42,12 +63,23 @@ export function importHtaccess(text: string, options: ImportOptions): ImportResu
   for (const line of joinLines(text)) {
     const [name = '', ...args] = splitArguments(line.text);
     switch (name.toLowerCase()) {
-      case '<ifmodule': case '</ifmodule>': case '<directory': case '</directory>':
-        if (/^<ifmodule\s+!/i.test(line.text)) skipped(line, 'a negated <IfModule> block is for servers without the module; its contents are imported as if it held, so check them.');
+      case '<ifmodule':
+      case '</ifmodule>':
+      case '<directory':
+      case '</directory>':
+        if (/^<ifmodule\s+!/i.test(line.text))
+          skipped(
+            line,
+            'a negated <IfModule> block is for servers without the module; its contents are imported as if it held, so check them.',
+          );
         break;
       case 'rewriteengine':
         engineOn = (args[0] ?? '').toLowerCase() === 'on';
-        if (!engineOn) skipped(line, 'RewriteEngine Off: the rules after it are imported anyway, so remove the ones Apache would not run.');
+        if (!engineOn)
+          skipped(
+            line,
+            'RewriteEngine Off: the rules after it are imported anyway, so remove the ones Apache would not run.',
+          );
         break;
       case 'rewritebase':
         if (!args[0]?.startsWith('/')) skipped(line, 'RewriteBase needs a URL path starting with "/".');
@@ -66,8 +98,17 @@ export function importHtaccess(text: string, options: ImportOptions): ImportResu
         skipped(line, explainOther(name));
     }
   }
-  for (const pending of conditions) skipped(pending.line, 'a RewriteCond belongs to the RewriteRule after it, and none follows; Apache ignores it too.');
-  if (!engineOn && rules.length > 0) findings.push({ line: 0, text: '', reason: 'the file never says "RewriteEngine On", so Apache would run none of these rules.' });
+  for (const pending of conditions)
+    skipped(
+      pending.line,
+      'a RewriteCond belongs to the RewriteRule after it, and none follows; Apache ignores it too.',
+    );
+  if (!engineOn && rules.length > 0)
+    findings.push({
+      line: 0,
+      text: '',
+      reason: 'the file never says "RewriteEngine On", so Apache would run none of these rules.',
+    });
   const table: ImportedTable = {
     comment: `Imported from ${options.source} by npm run import-htaccess: mod_rewrite's directory context, as in the .htaccess file.`,
     directory: options.directory,
@@ -85,7 +126,8 @@ function joinLines(text: string): Line[] {
   text.split(/\r?\n/).forEach((raw, index) => {
     const continued = raw.endsWith('\\');
     const body = continued ? raw.slice(0, -1) : raw;
-    pending = pending === null ? { number: index + 1, text: body } : { number: pending.number, text: pending.text + body };
+    pending =
+      pending === null ? { number: index + 1, text: body } : { number: pending.number, text: pending.text + body };
     if (continued) return;
     const text = pending.text.trim();
     if (text !== '' && !text.startsWith('#')) lines.push({ number: pending.number, text });
@@ -130,15 +172,29 @@ function readCondition(line: Line, args: string[], skipped: (line: Line, reason:
 }
 
 function readFlagField(field: string): string[] {
-  return field.replace(/^\[|\]$/g, '').split(',').map((flag) => flag.trim()).filter((flag) => flag !== '');
+  return field
+    .replace(/^\[|\]$/g, '')
+    .split(',')
+    .map((flag) => flag.trim())
+    .filter((flag) => flag !== '');
 }
 
-interface RuleInput { line: Line; args: string[]; conditions: PendingCondition[]; base: string }
+interface RuleInput {
+  line: Line;
+  args: string[];
+  conditions: PendingCondition[];
+  base: string;
+}
 
-function convertRule(input: RuleInput, options: ImportOptions, skipped: (line: Line, reason: string) => void): RewriteRuleSource | null {
+function convertRule(
+  input: RuleInput,
+  options: ImportOptions,
+  skipped: (line: Line, reason: string) => void,
+): RewriteRuleSource | null {
   const { line, args, conditions, base } = input;
   const [pattern, substitution, flagField] = args;
-  const dropConditions = (why: string) => conditions.forEach((c) => skipped(c.line, `belongs to the rule on line ${line.number}, which ${why}.`));
+  const dropConditions = (why: string) =>
+    conditions.forEach((c) => skipped(c.line, `belongs to the rule on line ${line.number}, which ${why}.`));
   if (pattern === undefined || substitution === undefined || args.length > 3) {
     skipped(line, 'a RewriteRule needs a pattern, a substitution and optionally [flags]; fix the line.');
     dropConditions('is not imported');
@@ -160,7 +216,10 @@ function convertRule(input: RuleInput, options: ImportOptions, skipped: (line: L
   const legacy = mapLegacyScript(target, base, options);
   if (legacy === 'missing') {
     const name = path.posix.basename(target.split('?', 1)[0] ?? '', '.php');
-    skipped(line, `${name}.php has no script scripts/${name}.ts; create the script, or give --upstream with the legacy server's URL to proxy it there.`);
+    skipped(
+      line,
+      `${name}.php has no script scripts/${name}.ts; create the script, or give --upstream with the legacy server's URL to proxy it there.`,
+    );
     dropConditions('is not imported');
     return null;
   }
@@ -198,7 +257,8 @@ function checkRule(rule: RewriteRuleSource, options: ImportOptions): string | nu
     compileRules({ directory: options.directory, rules: [rule] }, { scriptExists: options.scriptExists });
     return null;
   } catch (error) {
-    if (error instanceof RewriteConfigError) return error.message.replace(/^rule 1 \(pattern "(?:[^"\\]|\\.)*"\): /, '');
+    if (error instanceof RewriteConfigError)
+      return error.message.replace(/^rule 1 \(pattern "(?:[^"\\]|\\.)*"\): /, '');
     throw error;
   }
 }
@@ -206,9 +266,12 @@ function checkRule(rule: RewriteRuleSource, options: ImportOptions): string | nu
 function explainOther(name: string): string {
   const directive = name.replace(/^<\/?/, '').replace(/>$/, '');
   const lower = directive.toLowerCase();
-  if (lower === 'rewriteoptions') return 'RewriteOptions (inheritance between folders) has no counterpart: the table is one folder.';
-  if (lower === 'rewritemap') return 'RewriteMap is not available in .htaccess, and the table has no maps; spell the mapping out as rules.';
-  if (['redirect', 'redirectmatch', 'redirectpermanent', 'redirecttemp'].includes(lower)) return `${directive} is mod_alias, not mod_rewrite; write it as a RewriteRule with [R=301,L].`;
+  if (lower === 'rewriteoptions')
+    return 'RewriteOptions (inheritance between folders) has no counterpart: the table is one folder.';
+  if (lower === 'rewritemap')
+    return 'RewriteMap is not available in .htaccess, and the table has no maps; spell the mapping out as rules.';
+  if (['redirect', 'redirectmatch', 'redirectpermanent', 'redirecttemp'].includes(lower))
+    return `${directive} is mod_alias, not mod_rewrite; write it as a RewriteRule with [R=301,L].`;
   if (name.startsWith('<')) return `<${directive}> blocks are not imported; their directives are not rewrite rules.`;
   return `${directive} is not a mod_rewrite directive; the server has its own setting for it, or none (docs/migrating.md, Apache's .htaccess).`;
 }

@@ -21,9 +21,7 @@ interface AccountRow extends Account {
   createdAt: string;
 }
 
-type CredentialCheck =
-  | { ok: true; account: Account }
-  | { ok: false; reason: 'user not found' | 'Password Mismatch' };
+type CredentialCheck = { ok: true; account: Account } | { ok: false; reason: 'user not found' | 'Password Mismatch' };
 
 const accountColumns = `a.id, a.username, a.role,
   CASE WHEN p.id IS NULL THEN NULL
@@ -79,7 +77,10 @@ export async function createAccount(db: Queryable, account: NewAccount): Promise
 /** Sets a new password and ends the account's sessions; false when there is no such account. */
 export async function setPassword(db: Queryable, username: string, password: string): Promise<boolean> {
   const hash = await hashPassword(password);
-  const rows = await db.query('UPDATE account SET password_hash = $2 WHERE username = $1 RETURNING id', [username, hash]);
+  const rows = await db.query('UPDATE account SET password_hash = $2 WHERE username = $1 RETURNING id', [
+    username,
+    hash,
+  ]);
   if (rows.length === 0) return false;
   await db.query('DELETE FROM session WHERE account_id = (SELECT id FROM account WHERE username = $1)', [username]);
   return true;

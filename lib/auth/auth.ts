@@ -44,14 +44,23 @@ export class Auth {
     return new Auth(db, config, logs, await siteSecret(db));
   }
 
-  private constructor(private readonly db: Db, config: Config, private readonly logs: Logs, secret: Buffer) {
+  private constructor(
+    private readonly db: Db,
+    config: Config,
+    private readonly logs: Logs,
+    secret: Buffer,
+  ) {
     this.loginTokens = new LoginTokens(secret, config.sessionIdleMinutes * 60);
     this.written = new WrittenMarks(secret, Math.ceil(config.replicaMaxLagMs / 1000) + 5);
     this.sessions = new SessionStore(db, { idleMinutes: config.sessionIdleMinutes, maxHours: config.sessionMaxHours });
     this.throttle = new LoginThrottle({ db });
     this.sweep = setInterval(() => {
-      this.sessions.deleteExpired().catch((err: unknown) => logs.error(`deleting expired sessions failed: ${(err as Error).message}`));
-      this.throttle.deleteExpired().catch((err: unknown) => logs.error(`deleting old login counts failed: ${(err as Error).message}`));
+      this.sessions
+        .deleteExpired()
+        .catch((err: unknown) => logs.error(`deleting expired sessions failed: ${(err as Error).message}`));
+      this.throttle
+        .deleteExpired()
+        .catch((err: unknown) => logs.error(`deleting old login counts failed: ${(err as Error).message}`));
     }, sweepEveryMs).unref();
   }
 
@@ -67,7 +76,10 @@ export class Auth {
       // The throttle counts, and the checks take turns, by the same client: an IPv6 /64 is one.
       const group = addressGroup(client.address);
       return new RequestAuth({
-        req, db: this.db, sessions: this.sessions, loginTokens: this.loginTokens,
+        req,
+        db: this.db,
+        sessions: this.sessions,
+        loginTokens: this.loginTokens,
         cookie: { path: target.basePath + '/', secure: target.secure },
         gate: this.throttle.gate(group, (message) => {
           this.tally.throttled++;
@@ -86,11 +98,15 @@ export class Auth {
   private async check<T>(group: string, work: () => Promise<T>, gone: AbortSignal): Promise<T> {
     let ran = false;
     try {
-      return await this.checks.run(group, () => {
-        ran = true;
-        this.tally.checked++;
-        return work();
-      }, gone);
+      return await this.checks.run(
+        group,
+        () => {
+          ran = true;
+          this.tally.checked++;
+          return work();
+        },
+        gone,
+      );
     } catch (err) {
       if (!ran && gone.aborted) this.tally.left++;
       else if (err instanceof HttpError && err.status === 503) this.tally.busy++;

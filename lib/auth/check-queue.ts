@@ -78,7 +78,8 @@ export class CheckQueue {
   }
 
   private wait(client: Client, signal: AbortSignal | undefined): Promise<void> {
-    if (client.waiting.length >= this.limits.perClient) throw busy('Too many logins from your address are being checked at the moment; please try again in a second.');
+    if (client.waiting.length >= this.limits.perClient)
+      throw busy('Too many logins from your address are being checked at the moment; please try again in a second.');
     if (this.waitingCount >= this.limits.total) this.makeRoom(client);
     return new Promise<void>((resolve, reject) => {
       const done = () => signal?.removeEventListener('abort', onAbort);
@@ -113,7 +114,9 @@ export class CheckQueue {
     if (!noisiest || this.load(noisiest) <= this.load(client) + 1) {
       throw busy('Too many logins are being checked at the moment; please try again in a second.');
     }
-    noisiest.waiting[noisiest.waiting.length - 1]?.drop(busy('Too many logins from your address are being checked at the moment; please try again in a second.'));
+    noisiest.waiting[noisiest.waiting.length - 1]?.drop(
+      busy('Too many logins from your address are being checked at the moment; please try again in a second.'),
+    );
   }
 
   /** A slot is free: the first check of the client with the fewest checks lately runs, else the slot stays free. */
@@ -126,7 +129,11 @@ export class CheckQueue {
         if (client.started.length === 0) this.clients.delete(key);
         continue;
       }
-      if (!quietest || this.load(client) < this.load(quietest) || (this.load(client) === this.load(quietest) && this.since(client) < this.since(quietest))) {
+      if (
+        !quietest ||
+        this.load(client) < this.load(quietest) ||
+        (this.load(client) === this.load(quietest) && this.since(client) < this.since(quietest))
+      ) {
         quietest = client;
       }
     }
@@ -147,7 +154,8 @@ export class CheckQueue {
     for (const client of this.clients.values()) {
       for (const entry of client.waiting) if (this.turns - entry.turn >= this.limits.patience) passedOver.push(entry);
     }
-    for (const entry of passedOver) entry.drop(busy('Too many logins are being checked at the moment; please try again in a few seconds.'));
+    for (const entry of passedOver)
+      entry.drop(busy('Too many logins are being checked at the moment; please try again in a few seconds.'));
   }
 
   /** How much a client has asked for lately: its checks waiting, and those started within memoryMs. */

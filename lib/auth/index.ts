@@ -2,7 +2,17 @@
 // throttle, and who is asking in one request.
 // May import: db, http, log.
 export type { Account, NewAccount, Role } from './account-store.ts';
-export { createAccount, findAccount, listAccounts, normalizeUsername, personExists, roles, setPassword, setRole, usernamePattern } from './account-store.ts';
+export {
+  createAccount,
+  findAccount,
+  listAccounts,
+  normalizeUsername,
+  personExists,
+  roles,
+  setPassword,
+  setRole,
+  usernamePattern,
+} from './account-store.ts';
 export type { LoginTally } from './auth.ts';
 export { Auth } from './auth.ts';
 export { checkNewPassword, hashPassword, verifyPassword } from './password.ts';

@@ -19,7 +19,12 @@ interface ThrottleLimits {
   windowSeconds: number;
 }
 
-const defaultThrottleLimits: ThrottleLimits = { perPair: 10, perAddress: 100, perPairFromNoisy: 3, windowSeconds: 15 * 60 };
+const defaultThrottleLimits: ThrottleLimits = {
+  perPair: 10,
+  perAddress: 100,
+  perPairFromNoisy: 3,
+  windowSeconds: 15 * 60,
+};
 
 /** One login's view of the throttle: the account name typed and the client's address. */
 export interface LoginGate {
@@ -78,13 +83,20 @@ export class LoginThrottle {
     const noisy = whole !== undefined && whole.failures >= perAddress;
     if (pair.failures < (noisy ? perPairFromNoisy : perPair)) return;
     // Under its own limit, the account is held only as long as the client stays noisy.
-    const retryAfter = pair.failures >= perPair || !whole ? pair.retryAfter : Math.min(pair.retryAfter, whole.retryAfter);
+    const retryAfter =
+      pair.failures >= perPair || !whole ? pair.retryAfter : Math.min(pair.retryAfter, whole.retryAfter);
     const user = keys[0].slice(5, keys[0].lastIndexOf('|'));
     const also = pair.failures < perPair && whole ? `, and ${whole.failures} from ${address}` : '';
-    onBlocked(`login for user ${user} from ${address} refused for ${retryAfter} s: ${pair.failures} failed logins for user ${user} from ${address}${also} within ${windowSeconds} s`);
-    throw new HttpError(429, `Too many failed logins for this account from your address; try again in ${formatWait(retryAfter)}.`, {
-      headers: { 'retry-after': String(retryAfter) },
-    });
+    onBlocked(
+      `login for user ${user} from ${address} refused for ${retryAfter} s: ${pair.failures} failed logins for user ${user} from ${address}${also} within ${windowSeconds} s`,
+    );
+    throw new HttpError(
+      429,
+      `Too many failed logins for this account from your address; try again in ${formatWait(retryAfter)}.`,
+      {
+        headers: { 'retry-after': String(retryAfter) },
+      },
+    );
   }
 
   private async fail(keys: string[]): Promise<void> {

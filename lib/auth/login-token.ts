@@ -10,13 +10,18 @@ const tokenPattern = /^([0-9]{1,12})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/
 
 /** The site's secret, made once and kept in the database so every process signs alike. */
 export async function siteSecret(db: Queryable): Promise<Buffer> {
-  await db.query('INSERT INTO site_secret (id, secret) VALUES (1, $1) ON CONFLICT (id) DO NOTHING', [randomBytes(32).toString('base64url')]);
+  await db.query('INSERT INTO site_secret (id, secret) VALUES (1, $1) ON CONFLICT (id) DO NOTHING', [
+    randomBytes(32).toString('base64url'),
+  ]);
   const [row] = await db.query<{ secret: string }>('SELECT secret FROM site_secret WHERE id = 1');
   return Buffer.from((row as { secret: string }).secret, 'base64url');
 }
 
 export class LoginTokens {
-  constructor(private readonly secret: Buffer, private readonly maxAgeSeconds: number) {}
+  constructor(
+    private readonly secret: Buffer,
+    private readonly maxAgeSeconds: number,
+  ) {}
 
   /** A new token: issued now, a random value, their signature. */
   issue(now = Date.now()): string {

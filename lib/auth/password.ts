@@ -53,7 +53,11 @@ function parseHash(stored: string): { parameters: ScryptParameters; salt: Buffer
   if (!match) return null;
   const [N, r, p] = [Number(match[1]), Number(match[2]), Number(match[3])];
   if (N < 2 || N > maxN || (N & (N - 1)) !== 0 || r < 1 || r > 32 || p < 1 || p > 16) return null;
-  return { parameters: { N, r, p }, salt: Buffer.from(match[4] as string, 'base64url'), key: Buffer.from(match[5] as string, 'base64url') };
+  return {
+    parameters: { N, r, p },
+    salt: Buffer.from(match[4] as string, 'base64url'),
+    key: Buffer.from(match[5] as string, 'base64url'),
+  };
 }
 
 // One scrypt at N=2^17, r=8 holds 128 MiB for about a third of a second; at most two run at
@@ -62,13 +66,20 @@ const maxConcurrent = 2;
 let running = 0;
 const waiting: (() => void)[] = [];
 
-async function deriveKey(password: string, salt: Buffer, parameters: ScryptParameters, length: number): Promise<Buffer> {
+async function deriveKey(
+  password: string,
+  salt: Buffer,
+  parameters: ScryptParameters,
+  length: number,
+): Promise<Buffer> {
   await acquireSlot();
   try {
     return await new Promise<Buffer>((resolve, reject) => {
       // maxmem must exceed 128 * N * r bytes, or node refuses (its default is 32 MiB).
       const maxmem = 128 * parameters.N * parameters.r * parameters.p + 32 * 1024 * 1024;
-      scrypt(password.normalize('NFC'), salt, length, { ...parameters, maxmem }, (err, key) => (err ? reject(err) : resolve(key)));
+      scrypt(password.normalize('NFC'), salt, length, { ...parameters, maxmem }, (err, key) =>
+        err ? reject(err) : resolve(key),
+      );
     });
   } finally {
     releaseSlot();

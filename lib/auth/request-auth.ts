@@ -11,7 +11,15 @@ import { checkCredentials } from './account-store.ts';
 import type { LoginGate } from './login-throttle.ts';
 import type { LoginTokens } from './login-token.ts';
 import type { CookieOptions, LiveSession, SessionStore } from './session.ts';
-import { cookieName, csrfMatches, formatClearedCookie, formatLoginCookie, formatSessionCookie, loginCookie, sessionCookie } from './session.ts';
+import {
+  cookieName,
+  csrfMatches,
+  formatClearedCookie,
+  formatLoginCookie,
+  formatSessionCookie,
+  loginCookie,
+  sessionCookie,
+} from './session.ts';
 
 /** The requester, and how they proved it. */
 export interface Identity extends Account {
@@ -143,7 +151,10 @@ export class RequestAuth {
 
   private async liveSession(): Promise<LiveSession> {
     const { session } = await this.read();
-    if (!session) throw new Error('A CSRF token belongs to a live session, and this request has none; the login form has loginToken().');
+    if (!session)
+      throw new Error(
+        'A CSRF token belongs to a live session, and this request has none; the login form has loginToken().',
+      );
     return session;
   }
 
@@ -191,7 +202,10 @@ function parseBasic(header: string | undefined): { username: string; password: s
   const decoded = match ? Buffer.from(match[1] as string, 'base64').toString('utf8') : '';
   const colon = decoded.indexOf(':');
   if (colon === -1) {
-    throw new HttpError(400, 'The Authorization header holds no valid Basic credentials: send "Basic " and base64 of user:password.');
+    throw new HttpError(
+      400,
+      'The Authorization header holds no valid Basic credentials: send "Basic " and base64 of user:password.',
+    );
   }
   return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
@@ -199,5 +213,9 @@ function parseBasic(header: string | undefined): { username: string; password: s
 /** What the page header shows of the requester: the name, their own loan list, the log-out token (none for Basic). */
 function viewerOf(identity: Identity | null, session: LiveSession | null): Viewer | null {
   if (!identity) return null;
-  return { name: identity.username, loans: `entlehnte/${identity.id}`, csrfToken: identity.via === 'session' ? (session?.csrfToken ?? null) : null };
+  return {
+    name: identity.username,
+    loans: `entlehnte/${identity.id}`,
+    csrfToken: identity.via === 'session' ? (session?.csrfToken ?? null) : null,
+  };
 }

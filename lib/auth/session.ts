@@ -49,7 +49,8 @@ export class SessionStore {
    */
   replace(oldToken: string | null, account: Account): Promise<LiveSession> {
     return this.db.transaction(async (tx) => {
-      if (oldToken !== null && tokenPattern.test(oldToken)) await tx.query('DELETE FROM session WHERE id = $1', [hashToken(oldToken)]);
+      if (oldToken !== null && tokenPattern.test(oldToken))
+        await tx.query('DELETE FROM session WHERE id = $1', [hashToken(oldToken)]);
       return this.insert(tx, account);
     });
   }
@@ -132,19 +133,35 @@ export function cookieName(name: string, options: CookieOptions): string {
 
 /** The cookie that carries the session id; no Max-Age, so it ends with the browser too. */
 export function formatSessionCookie(token: string, options: CookieOptions): string {
-  return stringifySetCookie(cookieName(sessionCookie, options), token, { httpOnly: true, sameSite: 'lax', path: options.path, secure: options.secure });
+  return stringifySetCookie(cookieName(sessionCookie, options), token, {
+    httpOnly: true,
+    sameSite: 'lax',
+    path: options.path,
+    secure: options.secure,
+  });
 }
 
 /** The login form's token (login-token.ts): HttpOnly like the session's, and gone with the idle time. */
 export const loginCookie = 'portfolio_login';
 
 export function formatLoginCookie(token: string, maxAgeSeconds: number, options: CookieOptions): string {
-  return stringifySetCookie(cookieName(loginCookie, options), token, { httpOnly: true, sameSite: 'lax', path: options.path, secure: options.secure, maxAge: maxAgeSeconds });
+  return stringifySetCookie(cookieName(loginCookie, options), token, {
+    httpOnly: true,
+    sameSite: 'lax',
+    path: options.path,
+    secure: options.secure,
+    maxAge: maxAgeSeconds,
+  });
 }
 
 export function formatClearedCookie(options: CookieOptions): string {
   return stringifySetCookie(cookieName(sessionCookie, options), '', {
-    httpOnly: true, sameSite: 'lax', path: options.path, secure: options.secure, maxAge: 0, expires: new Date(0),
+    httpOnly: true,
+    sameSite: 'lax',
+    path: options.path,
+    secure: options.secure,
+    maxAge: 0,
+    expires: new Date(0),
   });
 }
 

@@ -16,7 +16,10 @@ export class WrittenMarks {
    * maxAgeSeconds: how long the cookie lives. A replica within the allowed lag has replayed every
    * change older than the lag, so a cookie older than that changes nothing.
    */
-  constructor(private readonly secret: Buffer, private readonly maxAgeSeconds: number) {}
+  constructor(
+    private readonly secret: Buffer,
+    private readonly maxAgeSeconds: number,
+  ) {}
 
   /** The position the request's cookie carries; 0 for none or one that does not verify. */
   read(req: IncomingMessage, options: CookieOptions): bigint {
@@ -32,7 +35,11 @@ export class WrittenMarks {
   cookie(lsn: bigint, options: CookieOptions): string {
     const value = lsn.toString(16);
     return stringifySetCookie(cookieName(writtenCookie, options), `${value}.${this.sign(value)}`, {
-      httpOnly: true, sameSite: 'lax', path: options.path, secure: options.secure, maxAge: this.maxAgeSeconds,
+      httpOnly: true,
+      sameSite: 'lax',
+      path: options.path,
+      secure: options.secure,
+      maxAge: this.maxAgeSeconds,
     });
   }
 

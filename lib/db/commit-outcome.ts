@@ -13,7 +13,8 @@ export interface CommitMark {
 }
 
 /** BEGIN and the mark in one simple-query message: no roundtrip more than BEGIN alone. */
-export const beginWithMark = 'BEGIN; SELECT pg_current_xact_id()::text AS xid, pg_current_wal_flush_lsn()::text AS "flushedLsn"';
+export const beginWithMark =
+  'BEGIN; SELECT pg_current_xact_id()::text AS xid, pg_current_wal_flush_lsn()::text AS "flushedLsn"';
 
 type CommitOutcome = 'committed' | 'aborted' | 'unknown';
 
@@ -75,7 +76,9 @@ async function connect(options: OutcomeOptions, deadline: number): Promise<pg.Cl
 async function askOutcome(client: pg.Client, mark: CommitMark): Promise<CommitOutcome | 'in progress'> {
   if (await lostInCrash(client, mark)) return 'aborted';
   try {
-    const { rows } = await client.query<{ status: string | null }>('SELECT pg_xact_status($1::xid8) AS status', [mark.xid]);
+    const { rows } = await client.query<{ status: string | null }>('SELECT pg_xact_status($1::xid8) AS status', [
+      mark.xid,
+    ]);
     const status = rows[0]?.status ?? null;
     if (status === 'committed' || status === 'aborted' || status === 'in progress') return status;
     return 'unknown'; // too old for the commit log: cannot happen within seconds

@@ -32,7 +32,9 @@ export function lockDataDir(dir: string): () => void {
     }
     const holder = readHolder(file);
     if (holder && isRunning(holder)) {
-      throw new Error(`The embedded database in ${folder} is in use by process ${holder.pid}; stop that server (or tool) first, or set DATA_DIR to another folder. PGlite serves one process only.`);
+      throw new Error(
+        `The embedded database in ${folder} is in use by process ${holder.pid}; stop that server (or tool) first, or set DATA_DIR to another folder. PGlite serves one process only.`,
+      );
     }
     // Left behind by a process that is gone: take it over (another taker loses the race above).
     rmSync(file, { force: true });

@@ -32,15 +32,20 @@ export class DataVersion {
       });
       return this.reading;
     }
-    this.queued ??= this.reading.finally(() => {
-      this.queued = null;
-    }).then(() => this.current());
+    this.queued ??= this.reading
+      .finally(() => {
+        this.queued = null;
+      })
+      .then(() => this.current());
     return this.queued;
   }
 
   private async read(): Promise<bigint> {
     // A view: the sum of 64 counters (sql/008), one page read whole.
-    const [row] = await this.db.query<{ n: string }>('SELECT n::text AS n FROM data_version', [], { name: 'data-version', pipeline: true });
+    const [row] = await this.db.query<{ n: string }>('SELECT n::text AS n FROM data_version', [], {
+      name: 'data-version',
+      pipeline: true,
+    });
     return BigInt(row?.n ?? '0');
   }
 }
@@ -71,7 +76,12 @@ export class ResultCache {
    * that keep() refuses, or that alone weighs more than the limit, goes to the requests waiting
    * for it but is not remembered.
    */
-  async get<T>(version: bigint, key: string, compute: () => Promise<T>, keep: (value: T) => boolean = () => true): Promise<T> {
+  async get<T>(
+    version: bigint,
+    key: string,
+    compute: () => Promise<T>,
+    keep: (value: T) => boolean = () => true,
+  ): Promise<T> {
     if (version > this.version) {
       this.entries.clear();
       this.weight = 0;
@@ -86,12 +96,14 @@ export class ResultCache {
     const flight = `${version}\u0000${key}`;
     const running = this.pending.get(flight);
     if (running) return running as Promise<T>;
-    const computing = compute().then((value) => {
-      // Computed while the data moved on (or for a request that read an older version):
-      // still right for its requests, not worth keeping.
-      if (version === this.version && keep(value)) this.remember(key, value);
-      return value;
-    }).finally(() => this.pending.delete(flight));
+    const computing = compute()
+      .then((value) => {
+        // Computed while the data moved on (or for a request that read an older version):
+        // still right for its requests, not worth keeping.
+        if (version === this.version && keep(value)) this.remember(key, value);
+        return value;
+      })
+      .finally(() => this.pending.delete(flight));
     this.pending.set(flight, computing);
     return computing;
   }

@@ -93,7 +93,11 @@ export class DbInputError extends Error {
 }
 
 /** A statement as node-postgres takes it: named (prepared once per connection) when asked. */
-export function toConfig(text: string, params: readonly unknown[] | undefined, options: QueryOptions | undefined): pg.QueryConfig {
+export function toConfig(
+  text: string,
+  params: readonly unknown[] | undefined,
+  options: QueryOptions | undefined,
+): pg.QueryConfig {
   const values = params as unknown[] | undefined;
   return options?.name ? { name: options.name, text, values } : { text, values };
 }
@@ -101,10 +105,22 @@ export function toConfig(text: string, params: readonly unknown[] | undefined, o
 // Connection failures become DbUnavailableError so the front can answer 503, not 500.
 const unavailableCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
 // 25006: a read-only server where the primary was (a standby, after a failover).
-const unavailableSqlStates = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08003', '08006', '08001', '08004', '25006']);
+const unavailableSqlStates = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  '08000',
+  '08003',
+  '08006',
+  '08001',
+  '08004',
+  '25006',
+]);
 // PgBouncer says with 08P01 that it has no server connection to give; PostgreSQL uses the same
 // code for a malformed message, which is a bug, not an outage.
-const poolerUnavailable = /query_wait_timeout|cannot connect to server|server conn crashed|server login has been failing|no more connections allowed/i;
+const poolerUnavailable =
+  /query_wait_timeout|cannot connect to server|server conn crashed|server login has been failing|no more connections allowed/i;
 
 // Text PostgreSQL cannot hold, such as a NUL byte in a search term or a user name: only a
 // request can bring it (SQLSTATE 22021, 22P05).
@@ -119,12 +135,24 @@ export function classifyError(err: unknown): unknown {
   if (!(err instanceof Error)) return err;
   const code = (err as { code?: string }).code;
   if (code && badTextSqlStates.has(code)) {
-    return new DbInputError('The request contains a character that cannot be stored or searched, such as a NUL byte; remove it and try again.', { cause: err });
+    return new DbInputError(
+      'The request contains a character that cannot be stored or searched, such as a NUL byte; remove it and try again.',
+      { cause: err },
+    );
   }
-  if (code && (unavailableCodes.has(code) || unavailableSqlStates.has(code) || (code === '08P01' && poolerUnavailable.test(err.message)))) {
+  if (
+    code &&
+    (unavailableCodes.has(code) ||
+      unavailableSqlStates.has(code) ||
+      (code === '08P01' && poolerUnavailable.test(err.message)))
+  ) {
     return new DbUnavailableError(`database unavailable: ${err.message}`, { cause: err });
   }
-  if (/timeout exceeded when trying to connect|Connection terminated|Query read timeout|not queryable|Client was closed/i.test(err.message)) {
+  if (
+    /timeout exceeded when trying to connect|Connection terminated|Query read timeout|not queryable|Client was closed/i.test(
+      err.message,
+    )
+  ) {
     return new DbUnavailableError(`database unavailable: ${err.message}`, { cause: err });
   }
   return err;

@@ -31,7 +31,12 @@ type Role = 'primary' | 'standby' | 'unreachable';
 
 /** Whether the server at url accepts writes (pg_is_in_recovery() is false), asked on a connection of its own. */
 export async function roleOf(url: string, timeoutMs: number): Promise<Role> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs, application_name: 'portfolio' });
+  const client = new pg.Client({
+    connectionString: url,
+    connectionTimeoutMillis: timeoutMs,
+    query_timeout: timeoutMs,
+    application_name: 'portfolio',
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -45,7 +50,10 @@ export async function roleOf(url: string, timeoutMs: number): Promise<Role> {
 }
 
 /** The first of urls whose server accepts writes; null when none does right now. */
-export async function findPrimary(urls: readonly string[], timeoutMs: number): Promise<{ primary: string | null; roles: Role[] }> {
+export async function findPrimary(
+  urls: readonly string[],
+  timeoutMs: number,
+): Promise<{ primary: string | null; roles: Role[] }> {
   const roles = await Promise.all(urls.map((url) => roleOf(url, timeoutMs)));
   const index = roles.indexOf('primary');
   return { primary: index < 0 ? null : (urls[index] as string), roles };
@@ -128,14 +136,19 @@ export class Failover implements Db {
       // The host in use first: while it accepts writes nothing moves, even if a host before it
       // in the URL is back as a primary of its own (an old primary must not take over again).
       if ((await roleOf(this.url, connectTimeoutMs)) === 'primary') return;
-      const { primary } = await findPrimary(urls.filter((url) => url !== this.url), connectTimeoutMs);
+      const { primary } = await findPrimary(
+        urls.filter((url) => url !== this.url),
+        connectTimeoutMs,
+      );
       if (primary && !this.closed) {
         const old = this.db;
         this.url = primary;
         this.db = this.options.open(primary);
         // Statements already on their way to the old host end there.
         this.retired.push(old.close().catch(() => undefined));
-        this.options.onWarning?.(`the database primary is now ${hostOf(primary)}, found ${Math.round(performance.now() - started)} ms after a statement failed`);
+        this.options.onWarning?.(
+          `the database primary is now ${hostOf(primary)}, found ${Math.round(performance.now() - started)} ms after a statement failed`,
+        );
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, retryMs));

@@ -35,13 +35,17 @@ interface DatabaseEvents {
  */
 export async function openDatabase(config: Config, events: DatabaseEvents = {}): Promise<Db> {
   if (!config.databaseUrl) {
-    if (config.databaseReplicaUrls.length > 0) throw new Error('DATABASE_REPLICA_URL needs DATABASE_URL: the embedded database (PGlite) has no replicas.');
+    if (config.databaseReplicaUrls.length > 0)
+      throw new Error('DATABASE_REPLICA_URL needs DATABASE_URL: the embedded database (PGlite) has no replicas.');
     return openPglite({ dataDir: config.dataDir });
   }
   const urls = splitHosts(config.databaseUrl);
   const { primary, roles } = await findPrimary(urls, config.dbConnectTimeoutMs);
   if (!primary && roles.includes('standby')) {
-    const standbys = urls.filter((_, i) => roles[i] === 'standby').map(hostOf).join(', ');
+    const standbys = urls
+      .filter((_, i) => roles[i] === 'standby')
+      .map(hostOf)
+      .join(', ');
     throw new Error(
       `DATABASE_URL names no primary: ${standbys} ${roles.filter((r) => r === 'standby').length > 1 ? 'are standbys' : 'is a standby'} (in recovery) and cannot take changes or migrations. ` +
         'Point DATABASE_URL at the primary, and name standbys in DATABASE_REPLICA_URL to read from them.',
@@ -50,7 +54,13 @@ export async function openDatabase(config: Config, events: DatabaseEvents = {}):
   const open = (url: string) => openPostgresFor(config, url, events);
   // None answers: the first host, and the start fails on it as for one host, saying why.
   if (urls.length === 1) return open(urls[0] as string);
-  return new Failover({ urls, primary: primary ?? (urls[0] as string), open, connectTimeoutMs: config.dbConnectTimeoutMs, onWarning: events.onWarning });
+  return new Failover({
+    urls,
+    primary: primary ?? (urls[0] as string),
+    open,
+    connectTimeoutMs: config.dbConnectTimeoutMs,
+    onWarning: events.onWarning,
+  });
 }
 
 /** DATABASE_REPLICA_URL's standbys for the reads of safe requests, or null when there are none. */
@@ -94,7 +104,10 @@ export async function prepareDatabase(db: Db, config: Config, events: DatabaseEv
   if ((await pendingMigrations(db, await migrationVersions(config.sqlDir))).length > 0) {
     // PGlite enforces no statement time-out, and its one connection is db.
     const own = config.databaseUrl
-      ? await openDatabase({ ...config, statementTimeoutMs: config.migrationTimeoutMs, dbPipelineConnections: 0, dbPoolMax: 1 }, events)
+      ? await openDatabase(
+          { ...config, statementTimeoutMs: config.migrationTimeoutMs, dbPipelineConnections: 0, dbPoolMax: 1 },
+          events,
+        )
       : db;
     try {
       await migrate(own, config.sqlDir);
@@ -102,5 +115,6 @@ export async function prepareDatabase(db: Db, config: Config, events: DatabaseEv
       if (own !== db) await own.close();
     }
   }
-  if (config.demoData && (await loadDemoData(db, config.sqlDir))) console.log('portfolio: loaded the demo data into the empty database');
+  if (config.demoData && (await loadDemoData(db, config.sqlDir)))
+    console.log('portfolio: loaded the demo data into the empty database');
 }

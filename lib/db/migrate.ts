@@ -38,14 +38,19 @@ export async function migrate(db: Db, sqlDir: string): Promise<string[]> {
 
 /** The versions of the migration files in sqlDir (001_schema …), in order. */
 export async function migrationVersions(sqlDir: string): Promise<string[]> {
-  return (await readdir(sqlDir)).filter((f) => migrationFile.test(f)).sort().map((f) => f.replace(/\.sql$/, ''));
+  return (await readdir(sqlDir))
+    .filter((f) => migrationFile.test(f))
+    .sort()
+    .map((f) => f.replace(/\.sql$/, ''));
 }
 
 /** Those of versions that the database has not applied (all of them without schema_migrations). */
 export async function pendingMigrations(db: Db, versions: string[]): Promise<string[]> {
   const [row] = await db.query<{ known: boolean }>(`SELECT to_regclass('schema_migrations') IS NOT NULL AS known`);
   if (!row?.known) return versions;
-  const done = new Set((await db.query<{ version: string }>('SELECT version FROM schema_migrations')).map((r) => r.version));
+  const done = new Set(
+    (await db.query<{ version: string }>('SELECT version FROM schema_migrations')).map((r) => r.version),
+  );
   return versions.filter((v) => !done.has(v));
 }
 

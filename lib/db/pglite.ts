@@ -37,12 +37,23 @@ export async function openPglite(options: PgliteOptions): Promise<Db> {
         throw classifyError(err);
       }
     },
-    exec: async (sql) => { await lite.exec(sql); },
-    transaction: (fn) => lite.transaction((tx) => fn({
-      query: async <R>(sql: string, params?: readonly unknown[]) =>
-        (await tx.query<R>(sql, params as unknown[] | undefined)).rows,
-      exec: async (sql) => { await tx.exec(sql); },
-    })).catch((err: unknown) => { throw classifyError(err); }),
+    exec: async (sql) => {
+      await lite.exec(sql);
+    },
+    transaction: (fn) =>
+      lite
+        .transaction((tx) =>
+          fn({
+            query: async <R>(sql: string, params?: readonly unknown[]) =>
+              (await tx.query<R>(sql, params as unknown[] | undefined)).rows,
+            exec: async (sql) => {
+              await tx.exec(sql);
+            },
+          }),
+        )
+        .catch((err: unknown) => {
+          throw classifyError(err);
+        }),
     stats: () => null,
     close: async () => {
       try {

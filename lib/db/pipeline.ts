@@ -89,7 +89,10 @@ export class Pipelines {
   private retryTimer: NodeJS.Timeout | null = null;
   #retried = 0;
 
-  constructor(private readonly options: PipelineOptions, private readonly watchdog: ReadWatchdog) {
+  constructor(
+    private readonly options: PipelineOptions,
+    private readonly watchdog: ReadWatchdog,
+  ) {
     this.pipes = Array.from({ length: options.pipelineConnections ?? 2 }, () => null);
     this.depth = options.pipelineDepth ?? Infinity;
     this.retryMs = options.pipelineRetryMs ?? 0;
@@ -120,7 +123,8 @@ export class Pipelines {
     // Counted in `sent` from here on, in the same turn.
     pipe.waiting--;
     try {
-      return (await this.run(pipe, config, since, opening, { config, opening, since, copy: null, answer: noop })).rows as R[];
+      return (await this.run(pipe, config, since, opening, { config, opening, since, copy: null, answer: noop }))
+        .rows as R[];
     } catch (err) {
       const failure = classifyError(readFailure(pipe.client, err));
       if (failure instanceof DbUnavailableError) this.discard(pipe, 'destroy');
@@ -129,7 +133,13 @@ export class Pipelines {
   }
 
   /** Sends the statement on pipe, which is open, after its opening if any; `call`: a request's, which may be sent again. */
-  private run(pipe: Pipe, config: pg.QueryConfig, since: number, opening: string | null, call: Call | null): Promise<pg.QueryResult> {
+  private run(
+    pipe: Pipe,
+    config: pg.QueryConfig,
+    since: number,
+    opening: string | null,
+    call: Call | null,
+  ): Promise<pg.QueryResult> {
     const begin = opening ?? this.options.timeouts.perStatement;
     if (!begin) return this.send(pipe, config, since, call);
     // Behind a pooler, or with settings of its own: a transaction of its own around it, the
@@ -151,13 +161,16 @@ export class Pipelines {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     // Emptied here, so that the answers of the connections cut below hand nothing on.
-    for (const waiter of this.queue.splice(0)) waiter.reject(new DbUnavailableError('database unavailable: the connections are closing'));
-    await Promise.all(this.pipes.map((pipe) => {
-      if (!pipe) return undefined;
-      const idle = pipe.connected && !pipe.broken && pipe.sent.length === 0;
-      this.discard(pipe, idle ? 'end' : 'destroy');
-      return idle ? pipe.client.end().catch(() => undefined) : undefined;
-    }));
+    for (const waiter of this.queue.splice(0))
+      waiter.reject(new DbUnavailableError('database unavailable: the connections are closing'));
+    await Promise.all(
+      this.pipes.map((pipe) => {
+        if (!pipe) return undefined;
+        const idle = pipe.connected && !pipe.broken && pipe.sent.length === 0;
+        this.discard(pipe, idle ? 'end' : 'destroy');
+        return idle ? pipe.client.end().catch(() => undefined) : undefined;
+      }),
+    );
   }
 
   /** A connection for one statement, counted in its `waiting` until sent; in turn when all are full. */
@@ -205,9 +218,21 @@ export class Pipelines {
   private open(): Pipe {
     const { connectionString, connectTimeoutMs = 3000, timeouts, onError } = this.options;
     const client = new pg.Client({
-      connectionString, connectionTimeoutMillis: connectTimeoutMs, application_name: 'portfolio', pipeline: true,
+      connectionString,
+      connectionTimeoutMillis: connectTimeoutMs,
+      application_name: 'portfolio',
+      pipeline: true,
     } as pg.ClientConfig) as WatchedClient;
-    const pipe: Pipe = { client, ready: Promise.resolve(), connected: false, broken: false, waiting: 0, sent: [], answeredAt: performance.now(), corked: false };
+    const pipe: Pipe = {
+      client,
+      ready: Promise.resolve(),
+      connected: false,
+      broken: false,
+      waiting: 0,
+      sent: [],
+      answeredAt: performance.now(),
+      corked: false,
+    };
     // Without a listener the process dies. Statements on the wire fail with it (pg fails them
     // all), and their requests log it; a loss that no request hears of (between statements, or
     // with only copies and statements whose requests have their answer) is logged here, as the pool's are.
@@ -216,18 +241,21 @@ export class Pipelines {
       this.discard(pipe, 'destroy');
     });
     const { session } = timeouts;
-    pipe.ready = client.connect().then(() => (session ? client.query(session) : undefined)).then(
-      () => {
-        pipe.connected = true;
-        this.watchdog.watch(client);
-      },
-      (err: Error) => {
-        this.discard(pipe, 'destroy');
-        // The pool's words for the same failure, so logs read the same.
-        const message = err.message === 'timeout expired' ? 'timeout exceeded when trying to connect' : err.message;
-        throw new DbUnavailableError(`database unavailable: ${message}`, { cause: err });
-      },
-    );
+    pipe.ready = client
+      .connect()
+      .then(() => (session ? client.query(session) : undefined))
+      .then(
+        () => {
+          pipe.connected = true;
+          this.watchdog.watch(client);
+        },
+        (err: Error) => {
+          this.discard(pipe, 'destroy');
+          // The pool's words for the same failure, so logs read the same.
+          const message = err.message === 'timeout expired' ? 'timeout exceeded when trying to connect' : err.message;
+          throw new DbUnavailableError(`database unavailable: ${message}`, { cause: err });
+        },
+      );
     // Opened beside the one a statement waits for, it may fail with nobody waiting.
     pipe.ready.catch(() => undefined);
     return pipe;
@@ -312,7 +340,8 @@ export class Pipelines {
   private cork(pipe: Pipe): void {
     if (pipe.corked) return;
     pipe.corked = true;
-    const { stream } = (pipe.client as unknown as { connection: { stream: { cork(): void; uncork(): void } } }).connection;
+    const { stream } = (pipe.client as unknown as { connection: { stream: { cork(): void; uncork(): void } } })
+      .connection;
     stream.cork();
     setImmediate(() => {
       pipe.corked = false;
@@ -324,7 +353,8 @@ export class Pipelines {
     if (pipe.broken) return;
     pipe.broken = true;
     this.watchdog.forget(pipe.client);
-    if (how === 'destroy') (pipe.client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+    if (how === 'destroy')
+      (pipe.client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
   }
 }
 

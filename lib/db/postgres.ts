@@ -51,7 +51,8 @@ export function openPostgres(options: PostgresOptions): Db {
   const pooled = options.preparedStatements === false;
   const timeouts = new Timeouts(options.statementTimeoutMs, pooled);
   const maxConnections = options.maxConnections ?? 10;
-  const timedConnections = options.pipelineConnections === 0 ? 0 : Math.max(0, Math.min(options.timedConnections ?? 0, maxConnections - 1));
+  const timedConnections =
+    options.pipelineConnections === 0 ? 0 : Math.max(0, Math.min(options.timedConnections ?? 0, maxConnections - 1));
   // No time-outs among the startup parameters: a pooler refuses the ones it does not know.
   const pool = new pg.Pool({
     connectionString: options.connectionString,
@@ -63,21 +64,32 @@ export function openPostgres(options: PostgresOptions): Db {
   // An idle client that loses its server emits here; without a listener the process dies.
   pool.on('error', (err) => options.onError?.(err));
   // Sent before the connection's first statement: pg runs a client's statements in order.
-  if (timeouts.session) pool.on('connect', (client) => { client.query(timeouts.session as string).catch(() => undefined); });
+  if (timeouts.session)
+    pool.on('connect', (client) => {
+      client.query(timeouts.session as string).catch(() => undefined);
+    });
   // The server enforces statement_timeout only while it runs; a server that hangs (stopped,
   // unreachable) is given up on here, so no request waits much longer than the statement would.
   const watchdog = new ReadWatchdog(pool, options.statementTimeoutMs + 1000, options.onError);
   const pipelines = options.pipelineConnections === 0 ? null : new Pipelines({ ...options, timeouts }, watchdog);
   // A statement with a time-out of its own may run for that long: on a connection of its own,
   // never sent again (what it holds up is itself), its transaction in one write.
-  const timed = timedConnections === 0 ? null
-    : new Pipelines({ ...options, timeouts, pipelineConnections: timedConnections, pipelineDepth: 1, pipelineRetryMs: 0 }, watchdog);
+  const timed =
+    timedConnections === 0
+      ? null
+      : new Pipelines(
+          { ...options, timeouts, pipelineConnections: timedConnections, pipelineDepth: 1, pipelineRetryMs: 0 },
+          watchdog,
+        );
   const named = (sql: string, params: readonly unknown[] | undefined, queryOptions: QueryOptions | undefined) =>
     toConfig(sql, params, pooled ? undefined : queryOptions);
   // A kept plan needs a kept statement: an unnamed one (behind a pooler, or without a name) would
   // get a plan for any values each time, never reused.
   const within = (timeoutMs: number, own: QueryOptions) =>
-    timeouts.within(timeoutMs, { indexScans: own.indexScans, genericPlan: own.genericPlan === true && !pooled && own.name !== undefined });
+    timeouts.within(timeoutMs, {
+      indexScans: own.indexScans,
+      genericPlan: own.genericPlan === true && !pooled && own.name !== undefined,
+    });
 
   /**
    * One statement on a connection of the pool, watched (pool.query would set a timer per
@@ -100,7 +112,9 @@ export function openPostgres(options: PostgresOptions): Db {
         result = await watchdog.query(client, config);
       } catch (err) {
         // COMMIT ends a failed transaction too (as ROLLBACK); a connection it cannot end is not used again.
-        await watchdog.query(client, 'COMMIT').catch(() => { broken = true; });
+        await watchdog.query(client, 'COMMIT').catch(() => {
+          broken = true;
+        });
         throw err;
       }
       await watchdog.query(client, 'COMMIT');
@@ -117,12 +131,15 @@ export function openPostgres(options: PostgresOptions): Db {
 
   return {
     kind: 'postgres',
-    query: <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) => (queryOptions?.pipeline && pipelines
-      ? pipelines.query<R>(named(sql, params, queryOptions))
-      : queryOptions?.timeoutMs !== undefined && timed
-        ? timed.query<R>(named(sql, params, queryOptions), within(queryOptions.timeoutMs, queryOptions))
-        : runOnPool<R>(named(sql, params, queryOptions), queryOptions)),
-    exec: async (sql) => { await runOnPool(sql); },
+    query: <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) =>
+      queryOptions?.pipeline && pipelines
+        ? pipelines.query<R>(named(sql, params, queryOptions))
+        : queryOptions?.timeoutMs !== undefined && timed
+          ? timed.query<R>(named(sql, params, queryOptions), within(queryOptions.timeoutMs, queryOptions))
+          : runOnPool<R>(named(sql, params, queryOptions), queryOptions),
+    exec: async (sql) => {
+      await runOnPool(sql);
+    },
     transaction: async (fn) => {
       const attempt = await attemptTransaction(pool, watchdog, timeouts, pooled, fn).catch((err: unknown) => {
         throw classifyError(err);
@@ -135,7 +152,13 @@ export function openPostgres(options: PostgresOptions): Db {
         onWarning: options.onWarning,
       });
     },
-    stats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, pipelined: (pipelines?.unanswered() ?? 0) + (timed?.unanswered() ?? 0), retried: pipelines?.retried ?? 0 }),
+    stats: () => ({
+      total: pool.totalCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+      pipelined: (pipelines?.unanswered() ?? 0) + (timed?.unanswered() ?? 0),
+      retried: pipelines?.retried ?? 0,
+    }),
     close: async () => {
       watchdog.stop();
       await Promise.all([pool.end(), pipelines?.close(), timed?.close()]);
@@ -151,7 +174,11 @@ type Attempt<T> = { committed: true; result: T } | { committed: false; result: T
  * have committed or not (the server may read it after the client gave up): the attempt says so.
  */
 async function attemptTransaction<T>(
-  pool: pg.Pool, watchdog: ReadWatchdog, timeouts: Timeouts, pooled: boolean, fn: (tx: Queryable) => Promise<T>,
+  pool: pg.Pool,
+  watchdog: ReadWatchdog,
+  timeouts: Timeouts,
+  pooled: boolean,
+  fn: (tx: Queryable) => Promise<T>,
 ): Promise<Attempt<T>> {
   const since = watchdog.now;
   const client = await pool.connect();
@@ -168,7 +195,9 @@ async function attemptTransaction<T>(
       result = await fn({
         query: async <R>(sql: string, params?: readonly unknown[], queryOptions?: QueryOptions) =>
           (await run(toConfig(sql, params, pooled ? undefined : queryOptions))).rows as R[],
-        exec: async (sql) => { await run(sql); },
+        exec: async (sql) => {
+          await run(sql);
+        },
       });
     } catch (err) {
       broken = isUnavailable(err) || !(await rollBack(run));
@@ -217,7 +246,11 @@ async function settleCommit<T>(
     options.onWarning?.(`${what}; it committed, as pg_xact_status showed after ${after}`);
     return attempt.result;
   }
-  if (outcome === 'aborted') throw new DbUnavailableError(`database unavailable: ${what}; it did not commit, as pg_xact_status showed after ${after}`, { cause: failure });
+  if (outcome === 'aborted')
+    throw new DbUnavailableError(
+      `database unavailable: ${what}; it did not commit, as pg_xact_status showed after ${after}`,
+      { cause: failure },
+    );
   throw new DbUnavailableError(
     `database unavailable: ${what}; its outcome is unknown: nothing settled it within ${after}. ` +
       `SELECT pg_xact_status('${mark.xid}') on the server tells whether the change was saved`,

@@ -74,7 +74,14 @@ export class Replicas {
   private readonly timer: NodeJS.Timeout;
 
   constructor(private readonly options: ReplicaOptions) {
-    this.replicas = options.urls.map((url) => ({ host: hostOf(url), db: options.open(url), replayed: null, lagMs: Infinity, asking: null, reads: 0 }));
+    this.replicas = options.urls.map((url) => ({
+      host: hostOf(url),
+      db: options.open(url),
+      replayed: null,
+      lagMs: Infinity,
+      asking: null,
+      reads: 0,
+    }));
     this.timer = setInterval(() => void this.poll(), options.pollMs ?? 200).unref();
   }
 
@@ -103,7 +110,10 @@ export class Replicas {
     for (let remaining = this.options.waitMs; remaining > 0; remaining = deadline - performance.now()) {
       await sleep(Math.min(5, remaining));
       // A replica that hangs is not waited for beyond the deadline.
-      const replayed = await Promise.race([this.ask(candidate), sleep(Math.max(0, deadline - performance.now())).then(() => null)]);
+      const replayed = await Promise.race([
+        this.ask(candidate),
+        sleep(Math.max(0, deadline - performance.now())).then(() => null),
+      ]);
       if (replayed !== null && replayed >= after) return this.onReplica(candidate);
     }
     return this.onPrimary(after);
@@ -117,7 +127,11 @@ export class Replicas {
    * replica's reach for as long as the primary is gone.
    */
   async position(): Promise<bigint> {
-    const [row] = await this.options.primary.query<{ lsn: string }>('SELECT pg_current_wal_flush_lsn()::text AS lsn', [], { pipeline: true });
+    const [row] = await this.options.primary.query<{ lsn: string }>(
+      'SELECT pg_current_wal_flush_lsn()::text AS lsn',
+      [],
+      { pipeline: true },
+    );
     return parseLsn(row?.lsn ?? '0/0');
   }
 
@@ -142,24 +156,36 @@ export class Replicas {
   private onPrimary(after: bigint): ReadRoute {
     const { primary } = this.options;
     let replica: Replica | null = null;
-    const db = this.routedDb(async (sql, params, options) => {
-      if (!replica) {
-        try {
-          return await primary.query(sql, params, options);
-        } catch (err) {
-          const usable = failsOnReplica(err) && codeOf(err) !== '40001'
-            ? this.replicas.filter((r) => r.replayed !== null && r.lagMs <= this.options.maxLagMs)
-            : [];
-          // A primary that is gone: any of them, as once the polls count it down. One that is
-          // there but busy: only one that has the client's change.
-          const found = usable.find((r) => (r.replayed as bigint) >= after) ?? (primaryBusy(err) ? undefined : usable[0]);
-          if (!found) throw err;
-          replica = found;
+    const db = this.routedDb(
+      async (sql, params, options) => {
+        if (!replica) {
+          try {
+            return await primary.query(sql, params, options);
+          } catch (err) {
+            const usable =
+              failsOnReplica(err) && codeOf(err) !== '40001'
+                ? this.replicas.filter((r) => r.replayed !== null && r.lagMs <= this.options.maxLagMs)
+                : [];
+            // A primary that is gone: any of them, as once the polls count it down. One that is
+            // there but busy: only one that has the client's change.
+            const found =
+              usable.find((r) => (r.replayed as bigint) >= after) ?? (primaryBusy(err) ? undefined : usable[0]);
+            if (!found) throw err;
+            replica = found;
+          }
         }
-      }
-      return readOn(replica, sql, params, options);
-    }, () => primary.stats());
-    return { db, server: primary, fallBack: () => undefined, get mixed() { return replica !== null; } };
+        return readOn(replica, sql, params, options);
+      },
+      () => primary.stats(),
+    );
+    return {
+      db,
+      server: primary,
+      fallBack: () => undefined,
+      get mixed() {
+        return replica !== null;
+      },
+    };
   }
 
   private onReplica(replica: Replica): ReadRoute {
@@ -167,23 +193,28 @@ export class Replicas {
     let onReplica = true;
     let used = false;
     const route: ReadRoute = {
-      db: this.routedDb(async (sql, params, options) => {
-        if (!onReplica) return primary.query(sql, params, options);
-        try {
-          const rows = await readOn(replica, sql, params, options);
-          used = true;
-          return rows;
-        } catch (err) {
-          if (!failsOnReplica(err)) throw err;
-          if (codeOf(err) !== '40001') this.markDown(replica);
-          route.fallBack();
-          return primary.query(sql, params, options);
-        }
-      }, () => replica.db.stats()),
+      db: this.routedDb(
+        async (sql, params, options) => {
+          if (!onReplica) return primary.query(sql, params, options);
+          try {
+            const rows = await readOn(replica, sql, params, options);
+            used = true;
+            return rows;
+          } catch (err) {
+            if (!failsOnReplica(err)) throw err;
+            if (codeOf(err) !== '40001') this.markDown(replica);
+            route.fallBack();
+            return primary.query(sql, params, options);
+          }
+        },
+        () => replica.db.stats(),
+      ),
       get server() {
         return onReplica ? replica.db : primary;
       },
-      fallBack: () => { onReplica = false; },
+      fallBack: () => {
+        onReplica = false;
+      },
       get mixed() {
         return used && !onReplica;
       },
@@ -192,7 +223,10 @@ export class Replicas {
   }
 
   /** A request's Db whose statements `query` places; its changes and transactions go to the primary. */
-  private routedDb(query: (sql: string, params?: readonly unknown[], options?: QueryOptions) => Promise<unknown[]>, stats: Db['stats']): Db {
+  private routedDb(
+    query: (sql: string, params?: readonly unknown[], options?: QueryOptions) => Promise<unknown[]>,
+    stats: Db['stats'],
+  ): Db {
     const { primary } = this.options;
     return {
       kind: 'postgres',
@@ -210,7 +244,11 @@ export class Replicas {
     try {
       const now = performance.now();
       try {
-        const [row] = await this.options.primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn', [], { pipeline: true });
+        const [row] = await this.options.primary.query<{ lsn: string }>(
+          'SELECT pg_current_wal_lsn()::text AS lsn',
+          [],
+          { pipeline: true },
+        );
         this.primaryFailures = 0;
         this.history.push({ at: now, lsn: parseLsn(row?.lsn ?? '0/0') });
         // Enough to tell any lag up to the limit; older samples could only say "too far behind".
@@ -220,15 +258,18 @@ export class Replicas {
         this.primaryFailures++;
       }
       const measured = this.primaryFailures === 0;
-      await Promise.all(this.replicas.map(async (replica) => {
-        const was = replica.replayed !== null;
-        const replayed = await this.ask(replica);
-        // Without the primary's position the lag last measured stands.
-        if (replayed === null) replica.lagMs = Infinity;
-        else if (measured) replica.lagMs = this.lagOf(replayed, now);
-        if (was && replayed === null) this.options.onWarning?.(`replica ${replica.host} does not answer; its reads go to the primary`);
-        if (!was && replayed !== null) this.options.onWarning?.(`replica ${replica.host} answers again`);
-      }));
+      await Promise.all(
+        this.replicas.map(async (replica) => {
+          const was = replica.replayed !== null;
+          const replayed = await this.ask(replica);
+          // Without the primary's position the lag last measured stands.
+          if (replayed === null) replica.lagMs = Infinity;
+          else if (measured) replica.lagMs = this.lagOf(replayed, now);
+          if (was && replayed === null)
+            this.options.onWarning?.(`replica ${replica.host} does not answer; its reads go to the primary`);
+          if (!was && replayed !== null) this.options.onWarning?.(`replica ${replica.host} answers again`);
+        }),
+      );
     } finally {
       this.polling = false;
     }
@@ -236,14 +277,20 @@ export class Replicas {
 
   /** The replica's replayed position, asked once for all who wait; null when it does not answer. */
   private ask(replica: Replica): Promise<bigint | null> {
-    replica.asking ??= replica.db.query<{ lsn: string | null }>(
-      // A promoted standby replays nothing more: it is as far as its own WAL.
-      `SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END)::text AS lsn`,
-      [], { pipeline: true },
-    ).then(
-      ([row]) => (replica.replayed = row?.lsn ? parseLsn(row.lsn) : null),
-      () => (replica.replayed = null),
-    ).finally(() => { replica.asking = null; });
+    replica.asking ??= replica.db
+      .query<{ lsn: string | null }>(
+        // A promoted standby replays nothing more: it is as far as its own WAL.
+        `SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END)::text AS lsn`,
+        [],
+        { pipeline: true },
+      )
+      .then(
+        ([row]) => (replica.replayed = row?.lsn ? parseLsn(row.lsn) : null),
+        () => (replica.replayed = null),
+      )
+      .finally(() => {
+        replica.asking = null;
+      });
     return replica.asking;
   }
 
@@ -277,7 +324,12 @@ export function failsOnReplica(err: unknown): boolean {
 }
 
 /** A statement on a replica, counted for the metrics. */
-async function readOn<R>(replica: Replica, sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<R[]> {
+async function readOn<R>(
+  replica: Replica,
+  sql: string,
+  params?: readonly unknown[],
+  options?: QueryOptions,
+): Promise<R[]> {
   const rows = await replica.db.query<R>(sql, params, options);
   replica.reads++;
   return rows;
@@ -286,7 +338,10 @@ async function readOn<R>(replica: Replica, sql: string, params?: readonly unknow
 /** A primary that answers but has no connection to spare (as against one that is gone). */
 function primaryBusy(err: unknown): boolean {
   const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-  return cause?.code === '53300' || /timeout exceeded when trying to connect|no more connections allowed/i.test(cause?.message ?? String(err));
+  return (
+    cause?.code === '53300' ||
+    /timeout exceeded when trying to connect|no more connections allowed/i.test(cause?.message ?? String(err))
+  );
 }
 
 function codeOf(err: unknown): string | undefined {

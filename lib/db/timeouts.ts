@@ -31,8 +31,10 @@ export class Timeouts {
     // compiled for half a second to run for a few milliseconds.
     // A walk through the table that may stop early (a LIMIT) starts at its first page, not where
     // another walk is (synchronize_seqscans): the same search takes the same rows each time.
-    return `BEGIN; ${this.local}; SET LOCAL statement_timeout = ${Math.round(statementTimeoutMs)}; SET LOCAL jit = off` +
-      `${indexScans ? '; SET LOCAL enable_seqscan = off' : '; SET LOCAL synchronize_seqscans = off'}${genericPlan ? '; SET LOCAL plan_cache_mode = force_generic_plan' : ''}`;
+    return (
+      `BEGIN; ${this.local}; SET LOCAL statement_timeout = ${Math.round(statementTimeoutMs)}; SET LOCAL jit = off` +
+      `${indexScans ? '; SET LOCAL enable_seqscan = off' : '; SET LOCAL synchronize_seqscans = off'}${genericPlan ? '; SET LOCAL plan_cache_mode = force_generic_plan' : ''}`
+    );
   }
 
   /** A transaction's opening message ('BEGIN; …'), with its time-outs set right after BEGIN. */

@@ -64,8 +64,10 @@ export class ReadWatchdog {
       // generation under load (docs/performance.md).
       return await new Promise<pg.QueryResult>((resolve, reject) => {
         // { text } without values runs as a simple query, as the string does: several statements may go in one.
-        client.query(typeof config === 'string' ? { text: config } : config, (err: Error | null, result: pg.QueryResult) =>
-          (err ? reject(err) : resolve(result)));
+        client.query(
+          typeof config === 'string' ? { text: config } : config,
+          (err: Error | null, result: pg.QueryResult) => (err ? reject(err) : resolve(result)),
+        );
       });
     } catch (err) {
       throw readFailure(watched, err);

@@ -79,7 +79,8 @@ export function countXml(): ShapeCounter {
   let tagStart = false;
   let previous = 0;
   const part = () => {
-    if (++parts > maxParts) throw tooMuch(`The XML body has more than ${maxParts} elements, attributes and other parts`);
+    if (++parts > maxParts)
+      throw tooMuch(`The XML body has more than ${maxParts} elements, attributes and other parts`);
   };
   return (chunk) => {
     for (let i = 0; i < chunk.length; i++) {
@@ -100,7 +101,8 @@ export function countXml(): ShapeCounter {
         else if (c === greater) {
           inTag = false;
           if (tagKind === 'close') depth--;
-          else if (tagKind === 'open' && previous !== slash && ++depth > maxDepth) throw tooDeep('The XML body nests elements');
+          else if (tagKind === 'open' && previous !== slash && ++depth > maxDepth)
+            throw tooDeep('The XML body nests elements');
         }
       } else if (c === less) {
         inTag = true;
@@ -118,9 +120,16 @@ function tooManyReferences(): HttpError {
 }
 
 function tooDeep(what: string): HttpError {
-  return new HttpError(400, `${what} more than ${maxDepth} deep; send a flatter document.`, { log: 'warn', headers: { connection: 'close' } });
+  return new HttpError(400, `${what} more than ${maxDepth} deep; send a flatter document.`, {
+    log: 'warn',
+    headers: { connection: 'close' },
+  });
 }
 
 function tooMuch(what: string): HttpError {
-  return new HttpError(413, `${what}; a person, a work or a loan needs a few dozen at most. Send the fields of one resource.`, { log: 'warn', headers: { connection: 'close' } });
+  return new HttpError(
+    413,
+    `${what}; a person, a work or a loan needs a few dozen at most. Send the fields of one resource.`,
+    { log: 'warn', headers: { connection: 'close' } },
+  );
 }

@@ -68,10 +68,17 @@ export function createBodyReader(req: IncomingMessage, maxBytes = maxBodyBytes):
     const [mediaType, charset] = parseContentType(req.headers['content-type']);
     const type = accept.find((t) => mediaTypesOf[t].includes(mediaType));
     if (type === undefined) {
-      const wanted = accept.map((t) => mediaTypesOf[t][0]).join(', ').replace(/, ([^,]*)$/, ' or $1');
-      throw new HttpError(415, `Send the body as ${wanted}${mediaType ? `, not ${mediaType.slice(0, 100)}` : ' with a Content-Type header'}.`);
+      const wanted = accept
+        .map((t) => mediaTypesOf[t][0])
+        .join(', ')
+        .replace(/, ([^,]*)$/, ' or $1');
+      throw new HttpError(
+        415,
+        `Send the body as ${wanted}${mediaType ? `, not ${mediaType.slice(0, 100)}` : ' with a Content-Type header'}.`,
+      );
     }
-    if (charset !== null && charset !== 'utf-8') throw new HttpError(415, `Send the body in UTF-8, not ${charset.slice(0, 40)}.`);
+    if (charset !== null && charset !== 'utf-8')
+      throw new HttpError(415, `Send the body in UTF-8, not ${charset.slice(0, 40)}.`);
     // The Content-Type decides the type, so every call that gets this far parses the same way.
     parsed ??= readBytes(req, maxBytes, counters[type]()).then((bytes) => {
       if (type === 'xml') checkXmlEncoding(bytes);
@@ -89,7 +96,12 @@ export function refuseLargeBody(req: IncomingMessage, uploadMaxBytes = 0): void 
   const [mediaType] = parseContentType(req.headers['content-type']);
   const upload = mediaType === 'multipart/form-data' || mediaType.startsWith('image/');
   const limit = upload ? Math.max(maxBodyBytes, uploadMaxBytes + 64 * 1024) : maxBodyBytes;
-  if (Number(req.headers['content-length'] ?? 0) > limit) throw upload ? new HttpError(413, `The upload is larger than ${Math.round(uploadMaxBytes / 1024 / 1024)} MiB.`, { headers: { connection: 'close' } }) : tooLarge(maxBodyBytes);
+  if (Number(req.headers['content-length'] ?? 0) > limit)
+    throw upload
+      ? new HttpError(413, `The upload is larger than ${Math.round(uploadMaxBytes / 1024 / 1024)} MiB.`, {
+          headers: { connection: 'close' },
+        })
+      : tooLarge(maxBodyBytes);
 }
 
 function parseBody(type: BodyType, text: string): Body {
@@ -107,7 +119,10 @@ function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new HttpError(400, `The JSON body is malformed: ${(err as Error).message.slice(0, 200)}. Send one JSON object in the shape of the representation.`);
+    throw new HttpError(
+      400,
+      `The JSON body is malformed: ${(err as Error).message.slice(0, 200)}. Send one JSON object in the shape of the representation.`,
+    );
   }
 }
 

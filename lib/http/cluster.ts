@@ -62,8 +62,14 @@ export function askPrimary(question: string): Promise<unknown> {
       reject(new Error(`the primary did not answer "${question}" within ${askTimeoutMs} ms`));
     }, askTimeoutMs);
     questions.set(id, {
-      resolve: (value) => { clearTimeout(timer); resolve(value); },
-      reject: (err) => { clearTimeout(timer); reject(err); },
+      resolve: (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      reject: (err) => {
+        clearTimeout(timer);
+        reject(err);
+      },
     });
     process.send?.({ portfolio: 'ask', id, question } satisfies Message);
   });
@@ -98,12 +104,16 @@ export async function listen(app: Served & Stoppable, config: Config, database: 
     writePidFile(config);
     handleSignals(app, (onClosed) => stopAccepting(server, onClosed), server, drainMs);
     // One process has no workers to replace: a reload is a restart (docs/operations.md).
-    process.on('SIGUSR2', () => app.logError('SIGUSR2 ignored: a rolling reload needs WEB_CONCURRENCY of 2 or more; restart instead', 'warn'));
+    process.on('SIGUSR2', () =>
+      app.logError('SIGUSR2 ignored: a rolling reload needs WEB_CONCURRENCY of 2 or more; restart instead', 'warn'),
+    );
     // It keeps the search index itself: searches are 503 until it says this.
     void app.complete.then(() => console.log('portfolio: the search index is read; searches are answered'));
   }
   const who = cluster.isWorker ? `worker ${process.pid} ` : '';
-  console.log(`portfolio: ${who}listening on ${where}/ (${database}, display_errors ${config.displayErrors ? 'on' : 'off'})`);
+  console.log(
+    `portfolio: ${who}listening on ${where}/ (${database}, display_errors ${config.displayErrors ? 'on' : 'off'})`,
+  );
   return server;
 }
 
@@ -135,12 +145,17 @@ function takeConnections(server: http.Server, app: Stoppable): void {
     server.emit('connection', socket);
     socket.resume();
   });
-  handleSignals(app, (done) => {
-    stopping = true;
-    onClosed = done;
-    drain(server);
-    closedAll();
-  }, server, 0);
+  handleSignals(
+    app,
+    (done) => {
+      stopping = true;
+      onClosed = done;
+      drain(server);
+      closedAll();
+    },
+    server,
+    0,
+  );
   // The primary's signal: sent to the whole group (systemctl kill, pkill), it must not end a worker.
   process.on('SIGUSR2', () => undefined);
   process.send?.({ portfolio: 'ready' } satisfies Message);
@@ -159,13 +174,27 @@ export function isStopping(): boolean {
  * SIGTERM and SIGINT stop taking connections, let requests in flight finish (at most graceMs),
  * close the app and exit 0; SIGHUP reopens the logs.
  */
-function handleSignals(app: Stoppable, stopTaking: (onClosed: () => void) => void, server: http.Server, delay: number): void {
+function handleSignals(
+  app: Stoppable,
+  stopTaking: (onClosed: () => void) => void,
+  server: http.Server,
+  delay: number,
+): void {
   process.on('SIGHUP', () => app.reopenLogs());
   const stop = () => {
     if (stopSignalled) return;
     stopSignalled = true;
     // Every connection ends after its next answer (Connection: close) or its keep-alive time-out.
-    setTimeout(() => stopTaking(() => void farewell().then(() => app.close()).finally(() => process.exit(0))), delay);
+    setTimeout(
+      () =>
+        stopTaking(
+          () =>
+            void farewell()
+              .then(() => app.close())
+              .finally(() => process.exit(0)),
+        ),
+      delay,
+    );
     setTimeout(() => server.closeAllConnections(), graceMs).unref();
     setTimeout(() => process.exit(0), graceMs + 5000).unref();
   };
@@ -179,7 +208,9 @@ async function farewell(): Promise<void> {
   const collect = collector;
   try {
     const value = await Promise.race([collect(), new Promise((resolve) => setTimeout(resolve, 1000))]);
-    await new Promise<void>((resolve) => process.send?.({ portfolio: 'final', value } satisfies Message, () => resolve()));
+    await new Promise<void>((resolve) =>
+      process.send?.({ portfolio: 'final', value } satisfies Message, () => resolve()),
+    );
   } catch {
     // The primary is gone: nobody to keep the counts.
   }

@@ -12,7 +12,12 @@ export const minCompressBytes = 1024;
 /** Text: HTML, XML, JSON, CSS, JavaScript, SVG, plain text. Pictures, fonts and archives are compressed already. */
 export function isCompressible(type: string): boolean {
   const mediaType = (type.split(';')[0] ?? '').trim().toLowerCase();
-  return mediaType.startsWith('text/') || /^application\/(?:[\w.+-]*\+)?(?:json|xml|javascript)$/.test(mediaType) || mediaType.endsWith('+xml') || mediaType.endsWith('+json');
+  return (
+    mediaType.startsWith('text/') ||
+    /^application\/(?:[\w.+-]*\+)?(?:json|xml|javascript)$/.test(mediaType) ||
+    mediaType.endsWith('+xml') ||
+    mediaType.endsWith('+json')
+  );
 }
 
 /**
@@ -27,7 +32,8 @@ export function chooseEncoding(header: string | string[] | undefined): Encoding 
     const weight = parameters.map((p) => /^\s*q\s*=\s*([01](?:\.\d{0,3})?)\s*$/i.exec(p)).find(Boolean);
     q.set(name.trim().toLowerCase(), weight ? Number(weight[1]) : 1);
   }
-  const accepted = (coding: string) => (q.get(coding) ?? (coding === 'gzip' ? q.get('x-gzip') : undefined) ?? q.get('*') ?? 0) > 0;
+  const accepted = (coding: string) =>
+    (q.get(coding) ?? (coding === 'gzip' ? q.get('x-gzip') : undefined) ?? q.get('*') ?? 0) > 0;
   return accepted('br') ? 'br' : accepted('gzip') ? 'gzip' : null;
 }
 
@@ -44,7 +50,14 @@ const gzipOptions = { level: 6 };
 
 /** On the calling thread: documents are a few KB, cheaper to compress than to hand to the thread pool. */
 export function compressSync(body: Buffer, encoding: Encoding): Buffer {
-  return exact(encoding === 'br' ? brotliCompressSync(body, { ...brotliOptions, params: { ...brotliOptions.params, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } }) : gzipSync(body, gzipOptions));
+  return exact(
+    encoding === 'br'
+      ? brotliCompressSync(body, {
+          ...brotliOptions,
+          params: { ...brotliOptions.params, [constants.BROTLI_PARAM_SIZE_HINT]: body.length },
+        })
+      : gzipSync(body, gzipOptions),
+  );
 }
 
 /**

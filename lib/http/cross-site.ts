@@ -10,7 +10,10 @@ export function refuseCrossSite(req: IncomingMessage, target: Target): void {
   const { origin, referer } = req.headers;
   const from = origin ?? (referer === undefined ? undefined : originOf(referer));
   if (from === undefined || from === target.origin) return;
-  throw new HttpError(403, `A ${req.method} from ${from.slice(0, 100)} is not accepted here; send it from ${target.origin}.`);
+  throw new HttpError(
+    403,
+    `A ${req.method} from ${from.slice(0, 100)} is not accepted here; send it from ${target.origin}.`,
+  );
 }
 
 /** The site path (query included) of a Referer on this site, e.g. /person/max-muster/bearbeiten; null for none or another site's. */

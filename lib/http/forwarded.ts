@@ -35,25 +35,35 @@ export function compileTrust(list: readonly string[], setting = 'TRUSTED_PROXIES
   try {
     return proxyaddr.compile(list.flatMap((entry) => ranges[entry] ?? [entry]));
   } catch (err) {
-    throw new Error(`${setting}: ${(err as Error).message}; list addresses, CIDR ranges such as 10.0.0.0/8, loopback or private.`);
+    throw new Error(
+      `${setting}: ${(err as Error).message}; list addresses, CIDR ranges such as 10.0.0.0/8, loopback or private.`,
+    );
   }
 }
 
 const noForwarding = (req: IncomingMessage): boolean =>
-  req.headers['x-forwarded-for'] === undefined && req.headers.forwarded === undefined &&
-  req.headers['x-forwarded-proto'] === undefined && req.headers['x-forwarded-host'] === undefined;
+  req.headers['x-forwarded-for'] === undefined &&
+  req.headers.forwarded === undefined &&
+  req.headers['x-forwarded-proto'] === undefined &&
+  req.headers['x-forwarded-host'] === undefined;
 
 export function clientOf(req: IncomingMessage, trust: Trust | null): Client {
   const socketAddress = plain(req.socket.remoteAddress ?? '-');
   const own: Client = {
-    address: socketAddress, label: `${socketAddress}:${req.socket.remotePort ?? 0}`,
-    https: (req.socket as { encrypted?: boolean }).encrypted === true, host: null, malformed: null,
+    address: socketAddress,
+    label: `${socketAddress}:${req.socket.remotePort ?? 0}`,
+    https: (req.socket as { encrypted?: boolean }).encrypted === true,
+    host: null,
+    malformed: null,
   };
   // The peer is no trusted proxy (or nobody is): what it says of others is not believed.
   if (trust === null || noForwarding(req) || !trust(req.socket.remoteAddress ?? '', 0)) return own;
   const forwarded = readForwarded(req);
   if (typeof forwarded === 'string') return { ...own, malformed: forwarded };
-  const chain = proxyaddr.all({ socket: req.socket, connection: req.socket, headers: { 'x-forwarded-for': forwarded.for.join(', ') } } as never, trust);
+  const chain = proxyaddr.all(
+    { socket: req.socket, connection: req.socket, headers: { 'x-forwarded-for': forwarded.for.join(', ') } } as never,
+    trust,
+  );
   const address = plain(chain[chain.length - 1] as string);
   return {
     address,
@@ -92,10 +102,17 @@ interface Forwarded {
 function readForwarded(req: IncomingMessage): Forwarded | string {
   const header = req.headers.forwarded;
   if (header !== undefined && req.headers['x-forwarded-for'] === undefined) return readRfc7239(header);
-  const list = String(req.headers['x-forwarded-for'] ?? '').split(',').map((a) => a.trim()).filter((a) => a !== '');
+  const list = String(req.headers['x-forwarded-for'] ?? '')
+    .split(',')
+    .map((a) => a.trim())
+    .filter((a) => a !== '');
   const bad = list.find((a) => net.isIP(a) === 0);
   if (bad !== undefined) return `X-Forwarded-For names "${bad.slice(0, 60)}", which is no address`;
-  return { for: list, proto: firstOf(req.headers['x-forwarded-proto']), host: firstOf(req.headers['x-forwarded-host']) };
+  return {
+    for: list,
+    proto: firstOf(req.headers['x-forwarded-proto']),
+    host: firstOf(req.headers['x-forwarded-host']),
+  };
 }
 
 /** Forwarded: for=192.0.2.60;proto=https;host=example.org, for="[2001:db8::17]:4711" */
@@ -106,7 +123,10 @@ function readRfc7239(header: string): Forwarded | string {
       const eq = pair.indexOf('=');
       if (eq === -1) continue;
       const key = pair.slice(0, eq).trim().toLowerCase();
-      const value = pair.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+      const value = pair
+        .slice(eq + 1)
+        .trim()
+        .replace(/^"(.*)"$/, '$1');
       if (key === 'for') {
         const address = value.startsWith('[') ? value.slice(1, value.indexOf(']')) : value.replace(/:\d+$/, '');
         if (net.isIP(address) === 0) return `Forwarded names "${value.slice(0, 60)}", which is no address`;

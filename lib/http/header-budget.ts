@@ -40,7 +40,10 @@ export function linkHeader(relations: readonly LinkRelation[]): string | null {
  */
 export function locationHeader(url: string): string {
   if (url.length > maxHeaderUrlBytes) {
-    throw new HttpError(414, `This address redirects to one of ${url.length} characters, more than the ${maxHeaderUrlBytes} a redirect may carry; shorten its query.`);
+    throw new HttpError(
+      414,
+      `This address redirects to one of ${url.length} characters, more than the ${maxHeaderUrlBytes} a redirect may carry; shorten its query.`,
+    );
   }
   return url;
 }

@@ -76,5 +76,8 @@ export class NoContent {
  * and kept until the data changes when the script is cacheable, as documents are.
  */
 export class Verbatim {
-  constructor(readonly type: string, readonly text: string) {}
+  constructor(
+    readonly type: string,
+    readonly text: string,
+  ) {}
 }

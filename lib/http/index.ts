@@ -19,7 +19,16 @@ export { alternatesOf, chooseFormat, formats, mediaTypes, negotiateErrorFormat }
 export { createProxy, UpstreamError } from './proxy.ts';
 export { refererPath, refuseCrossSite } from './cross-site.ts';
 export type { Exchange, Viewer } from './respond.ts';
-export { accessEntryOf, clientGone, createExchange, etagOf, matchesEtag, notModifiedHeaders, sendBody, sendEmpty } from './respond.ts';
+export {
+  accessEntryOf,
+  clientGone,
+  createExchange,
+  etagOf,
+  matchesEtag,
+  notModifiedHeaders,
+  sendBody,
+  sendEmpty,
+} from './respond.ts';
 export type { ServerLimits } from './server.ts';
 export { createHttpServer, lingerAfterAnswer } from './server.ts';
 export type { Upload, UploadedFile, UploadOptions } from './upload.ts';

@@ -23,7 +23,8 @@ export async function effectiveMethod(req: IncomingMessage, readBody: BodyReader
 /** The methods a request may run as, known before its body is read: its own, and PUT and DELETE for a POST that may name them. */
 export function possibleMethods(req: IncomingMessage): string[] {
   const method = req.method ?? 'GET';
-  const mayOverride = method === 'POST' && (req.headers['x-http-method-override'] !== undefined || bodyTypeOf(req.headers) === 'form');
+  const mayOverride =
+    method === 'POST' && (req.headers['x-http-method-override'] !== undefined || bodyTypeOf(req.headers) === 'form');
   return mayOverride ? [method, ...overridable] : [method];
 }
 

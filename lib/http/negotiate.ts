@@ -33,7 +33,9 @@ const suffix = /\.(html|xml|json)$/;
 function rankMediaTypes(accept: string, available: readonly string[]): string[] {
   const ranked = new Negotiator({ headers: { accept } }).mediaTypes([...available]);
   if (ranked.length < 2) return ranked;
-  const reversed = new Negotiator({ headers: { accept: splitHeader(accept).reverse().join(',') } }).mediaTypes([...available]);
+  const reversed = new Negotiator({ headers: { accept: splitHeader(accept).reverse().join(',') } }).mediaTypes([
+    ...available,
+  ]);
   const position = (list: string[], type: string) => list.indexOf(type);
   return [...ranked].sort((a, b) => {
     const forward = position(ranked, a) - position(ranked, b);
@@ -68,7 +70,10 @@ export interface Alternate {
 }
 
 // The media types without their parameters, as the Link header and <link rel="alternate"> give them.
-const typeNames = Object.fromEntries(formats.map((f) => [f, mediaTypes[f].split(';')[0] as string])) as Record<Format, string>;
+const typeNames = Object.fromEntries(formats.map((f) => [f, mediaTypes[f].split(';')[0] as string])) as Record<
+  Format,
+  string
+>;
 
 /** The URLs of a document's representations: /search?query=… has /search.xml?query=…, the start page /index.html etc. */
 export function alternatesOf(path: string, available: readonly Format[], link: (path: string) => string): Alternate[] {
@@ -130,17 +135,27 @@ function negotiateFormat(accept: string | undefined): Format | null {
   const known = remembered.get(accept);
   if (known !== undefined) return known;
   if (!isRankable(accept)) {
-    throw new HttpError(400, `The Accept header is longer than ${maxAcceptLength} characters or has more than ${maxAcceptRanges} media ranges; send the types you accept, such as application/json.`);
+    throw new HttpError(
+      400,
+      `The Accept header is longer than ${maxAcceptLength} characters or has more than ${maxAcceptRanges} media ranges; send the types you accept, such as application/json.`,
+    );
   }
   const best = rankMediaTypes(accept, offered)[0];
-  const format = best === undefined ? null : formatOf[best] ?? null;
+  const format = best === undefined ? null : (formatOf[best] ?? null);
   if (remembered.size >= rememberLimit) remembered.clear();
   remembered.set(accept, format);
   return format;
 }
 
 // Error bodies: an HTML page or RFC 9457 problem details in JSON or XML.
-const errorOffered = ['text/html', 'application/problem+json', 'application/json', 'application/problem+xml', 'application/xml', 'text/xml'];
+const errorOffered = [
+  'text/html',
+  'application/problem+json',
+  'application/json',
+  'application/problem+xml',
+  'application/xml',
+  'text/xml',
+];
 const errorFormatOf: Record<string, Format> = {
   'text/html': 'html',
   'application/problem+json': 'json',

@@ -40,14 +40,22 @@ export interface PrimaryOptions {
  * running until SIGTERM. The port opens only when a worker can answer: a connection made earlier
  * would wait for one, the health checks too.
  */
-export async function runPrimary(config: Config, prepare: () => Promise<void>, options: PrimaryOptions = {}): Promise<void> {
+export async function runPrimary(
+  config: Config,
+  prepare: () => Promise<void>,
+  options: PrimaryOptions = {},
+): Promise<void> {
   await prepare();
   // Paused: the bytes a client sends are read by the worker that gets the connection.
   const listener = net.createServer({ pauseOnConnect: true });
   new Primary(config, listener, prepare, options).start();
 }
 
-interface Collect { values: unknown[]; missing: Set<Worker>; done: () => void }
+interface Collect {
+  values: unknown[];
+  missing: Set<Worker>;
+  done: () => void;
+}
 
 class Primary {
   private readonly logs: Logs;
@@ -84,8 +92,10 @@ class Primary {
   private searchRestart: number = searchRestartMs[0];
 
   constructor(
-    private readonly config: Config, private readonly listener: net.Server,
-    private readonly prepare: () => Promise<void>, private readonly options: PrimaryOptions,
+    private readonly config: Config,
+    private readonly listener: net.Server,
+    private readonly prepare: () => Promise<void>,
+    private readonly options: PrimaryOptions,
   ) {
     this.logs = new Logs({ error: config.errorLog });
     const dir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-'));
@@ -112,7 +122,9 @@ class Primary {
   private open(): void {
     this.opening = true;
     const cannotOpen = (err: Error) => {
-      this.log(`the port ${this.config.host}:${this.config.port} cannot be opened: ${err.message}; stopping the server`);
+      this.log(
+        `the port ${this.config.host}:${this.config.port} cannot be opened: ${err.message}; stopping the server`,
+      );
       process.exitCode = 1;
       this.stop();
     };
@@ -137,7 +149,8 @@ class Primary {
 
   /** Tells a serving worker the port's address, for its log line. */
   private tell(worker: Worker): void {
-    if (this.address !== null && worker.isConnected()) worker.send({ portfolio: 'address', address: this.address } satisfies Message);
+    if (this.address !== null && worker.isConnected())
+      worker.send({ portfolio: 'address', address: this.address } satisfies Message);
   }
 
   private log(message: string, level: 'error' | 'warn' | 'notice' = 'error'): void {
@@ -235,7 +248,11 @@ class Primary {
         };
         const answer = this.options.answers?.[question];
         if (!answer) reply({ error: `no answer to "${question}"` });
-        else answer(() => this.gather()).then((value) => reply({ value }), (err: Error) => reply({ error: err.message }));
+        else
+          answer(() => this.gather()).then(
+            (value) => reply({ value }),
+            (err: Error) => reply({ error: err.message }),
+          );
         return;
       }
       default:
@@ -270,7 +287,8 @@ class Primary {
     const at = this.ready.indexOf(worker);
     const wasServing = at !== -1;
     if (wasServing) this.ready.splice(at, 1);
-    for (const collect of this.collects.values()) if (collect.missing.delete(worker) && collect.missing.size === 0) collect.done();
+    for (const collect of this.collects.values())
+      if (collect.missing.delete(worker) && collect.missing.size === 0) collect.done();
     this.leave(worker);
     if (this.stopping) {
       if (this.workers().length === 0) this.finish();
@@ -305,7 +323,9 @@ class Primary {
       .then(async () => {
         this.departed = await fold(this.departed === undefined ? [value] : [this.departed, value]);
       })
-      .catch((err: unknown) => this.log(`could not keep the counts of worker ${worker.process.pid}: ${(err as Error).message}`, 'warn'));
+      .catch((err: unknown) =>
+        this.log(`could not keep the counts of worker ${worker.process.pid}: ${(err as Error).message}`, 'warn'),
+      );
   }
 
   /** Tells a worker to finish its requests and exit; it gets no new connections from now on. */
@@ -324,7 +344,9 @@ class Primary {
   private arrival(worker: Worker): Promise<boolean> {
     return new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => {
-        this.log(`worker ${worker.process.pid} had not said it is complete ${startTimeoutMs / 1000} s after it started; killed`);
+        this.log(
+          `worker ${worker.process.pid} had not said it is complete ${startTimeoutMs / 1000} s after it started; killed`,
+        );
         worker.process.kill('SIGKILL');
       }, startTimeoutMs);
       this.arriving.set(worker, (isReady) => {
@@ -354,14 +376,17 @@ class Primary {
     try {
       await this.prepare();
     } catch (err) {
-      this.log(`reload stopped: the database could not be prepared (${err instanceof Error ? err.message : String(err)}); the running workers go on serving`);
+      this.log(
+        `reload stopped: the database could not be prepared (${err instanceof Error ? err.message : String(err)}); the running workers go on serving`,
+      );
       failed = true;
     }
     for (const worker of old) {
       if (this.stopping || failed) break;
       const next = this.fork();
       if (!(await this.arrival(next))) {
-        if (!this.stopping) this.log(`reload stopped: worker ${next.process.pid} failed to start; the running workers go on serving`);
+        if (!this.stopping)
+          this.log(`reload stopped: worker ${next.process.pid} failed to start; the running workers go on serving`);
         failed = true;
         break;
       }
@@ -374,8 +399,13 @@ class Primary {
     this.replacing.clear();
     if (!this.stopping && !failed) {
       const replaced = await this.replaceSearch();
-      const search = !this.search ? '' : replaced ? `, search process ${this.search.process.pid}` : `; the search process before, ${this.search.process.pid}, goes on`;
-      if (!this.stopping) this.log(`reloaded: workers ${this.ready.map((w) => w.process.pid).join(', ')} serve${search}`, 'notice');
+      const search = !this.search
+        ? ''
+        : replaced
+          ? `, search process ${this.search.process.pid}`
+          : `; the search process before, ${this.search.process.pid}, goes on`;
+      if (!this.stopping)
+        this.log(`reloaded: workers ${this.ready.map((w) => w.process.pid).join(', ')} serve${search}`, 'notice');
     }
     this.reloading = false;
   }
@@ -433,7 +463,8 @@ class Primary {
     this.searches.delete(worker);
     if (worker === this.nextSearch?.worker) {
       this.nextSearch.arrived(false);
-      if (!this.stopping) this.log(`the reload's search process ${worker.process.pid} died (${how}); the one before goes on serving`);
+      if (!this.stopping)
+        this.log(`the reload's search process ${worker.process.pid} died (${how}); the one before goes on serving`);
     }
     if (this.stopping) {
       if (worker === this.search) this.search = null;
@@ -445,7 +476,9 @@ class Primary {
     // once is started again later and later, up to every 30 s.
     const wait = this.searchRestart;
     this.searchRestart = Math.min(searchRestartMs[1], wait * 2);
-    this.log(`the search process ${worker.process.pid} died (${how}); a new one starts in ${wait / 1000} s, and searches are 503 until it has read the index`);
+    this.log(
+      `the search process ${worker.process.pid} died (${how}); a new one starts in ${wait / 1000} s, and searches are 503 until it has read the index`,
+    );
     this.search = null;
     setTimeout(() => this.restartSearch(), wait).unref();
   }
@@ -463,10 +496,18 @@ class Primary {
     const worker = this.forkSearch();
     const complete = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => {
-        this.log(`the reload's search process ${worker.process.pid} had not read the index ${searchStartTimeoutMs / 60_000} min after it started; killed`);
+        this.log(
+          `the reload's search process ${worker.process.pid} had not read the index ${searchStartTimeoutMs / 60_000} min after it started; killed`,
+        );
         worker.process.kill('SIGKILL');
       }, searchStartTimeoutMs);
-      this.nextSearch = { worker, arrived: (isReady) => { clearTimeout(timer); resolve(isReady); } };
+      this.nextSearch = {
+        worker,
+        arrived: (isReady) => {
+          clearTimeout(timer);
+          resolve(isReady);
+        },
+      };
     });
     this.nextSearch = null;
     if (!complete) {

@@ -17,7 +17,10 @@ export const collectTimeoutMs = 2000;
 
 /** The messages between the primary and a worker. */
 export type Message =
-  | { portfolio: 'ready' } | { portfolio: 'connection' } | { portfolio: 'took' } | { portfolio: 'stop' }
+  | { portfolio: 'ready' }
+  | { portfolio: 'connection' }
+  | { portfolio: 'took' }
+  | { portfolio: 'stop' }
   // A worker serves from 'ready' on, and says 'complete' just after (it keeps no index); the
   // search process says 'complete' once it has read the index.
   | { portfolio: 'complete' }
@@ -48,8 +51,11 @@ export function writePidFile(config: Pick<Config, 'pidFile' | 'pidFileRequired'>
     writeFileSync(file, `${process.pid}\n`, { mode: 0o644 });
   } catch (err) {
     const why = `the pid file ${file} cannot be written (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
-    if (config.pidFileRequired) throw new Error(`${why}: set PID_FILE to a file the server may write, or PID_FILE= for none`);
-    console.error(`portfolio: ${why}; running without one, so npm run reload cannot find the server. Set PID_FILE to a writable file, or PID_FILE= to say none.`);
+    if (config.pidFileRequired)
+      throw new Error(`${why}: set PID_FILE to a file the server may write, or PID_FILE= for none`);
+    console.error(
+      `portfolio: ${why}; running without one, so npm run reload cannot find the server. Set PID_FILE to a writable file, or PID_FILE= to say none.`,
+    );
     return;
   }
   process.once('exit', () => {

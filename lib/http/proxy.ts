@@ -42,7 +42,10 @@ export function createProxy(options: { timeoutMs: number }): Proxy {
   // The access log's %b: the body bytes passed on to the client.
   proxy.on('proxyRes', (proxyRes, req) => {
     const ex = exchanges.get(req);
-    if (ex && req.method !== 'HEAD') proxyRes.on('data', (chunk: Buffer) => { ex.bytes += chunk.length; });
+    if (ex && req.method !== 'HEAD')
+      proxyRes.on('data', (chunk: Buffer) => {
+        ex.bytes += chunk.length;
+      });
   });
   // Every call passes its own callback; without this listener a stray error would end the process.
   proxy.on('error', () => {});
@@ -71,7 +74,8 @@ function describeFailure(err: Error, url: string, timeoutMs: number): UpstreamEr
     });
   }
   const code = (err as NodeJS.ErrnoException).code;
-  const what = code === 'ECONNREFUSED' ? 'refused the connection' : code === 'ECONNRESET' ? 'closed the connection' : 'failed';
+  const what =
+    code === 'ECONNREFUSED' ? 'refused the connection' : code === 'ECONNRESET' ? 'closed the connection' : 'failed';
   return new UpstreamError(502, {
     message: 'The server behind this address is not reachable at the moment; please try again later.',
     logMessage: `Proxy error: ${upstream} ${what} for ${url} (${code ?? err.message})`,

@@ -17,7 +17,10 @@ export function readQuery(raw: string, what = 'The query string'): URLSearchPara
     try {
       decodeURIComponent(raw.replace(lonePercentSign, '%25'));
     } catch {
-      throw new HttpError(400, `${what} has percent-encoded bytes that are not UTF-8: write each byte of UTF-8 as %XX.`);
+      throw new HttpError(
+        400,
+        `${what} has percent-encoded bytes that are not UTF-8: write each byte of UTF-8 as %XX.`,
+      );
     }
   }
   return new URLSearchParams(raw);

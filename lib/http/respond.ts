@@ -65,7 +65,8 @@ export function notModifiedHeaders(headers: Record<string, string>): Record<stri
  * its own Content-Security-Policy (the display_errors page, whose style is inline).
  */
 export const securityHeaders: Readonly<Record<string, string>> = {
-  'content-security-policy': "default-src 'self'; img-src 'self' https: http: data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'",
+  'content-security-policy':
+    "default-src 'self'; img-src 'self' https: http: data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'same-origin',
 };
@@ -109,8 +110,15 @@ export function sendEmpty(ex: Exchange, status: number, headers: OutgoingHttpHea
 export function accessEntryOf(ex: Exchange): AccessEntry {
   const { req, res } = ex;
   return {
-    remoteAddr: ex.client.address, user: ex.user, time: new Date(),
-    method: req.method ?? '-', target: req.url ?? '-', httpVersion: req.httpVersion,
-    status: res.statusCode, bytes: ex.bytes, referer: req.headers.referer, userAgent: req.headers['user-agent'],
+    remoteAddr: ex.client.address,
+    user: ex.user,
+    time: new Date(),
+    method: req.method ?? '-',
+    target: req.url ?? '-',
+    httpVersion: req.httpVersion,
+    status: res.statusCode,
+    bytes: ex.bytes,
+    referer: req.headers.referer,
+    userAgent: req.headers['user-agent'],
   };
 }

@@ -39,18 +39,21 @@ const maxLoggedRequestLine = 8192;
 
 export function createHttpServer(app: Served, limits: Partial<ServerLimits> = {}): http.Server {
   const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxHeaderBytes } = { ...defaultLimits, ...limits };
-  const server = http.createServer({
-    headersTimeout: headersTimeoutMs,
-    requestTimeout: requestTimeoutMs,
-    keepAliveTimeout: keepAliveTimeoutMs,
-    maxHeaderSize: maxHeaderBytes,
-    connectionsCheckingInterval: Math.min(checkEveryMs, headersTimeoutMs),
-  }, (req, res) => {
-    // Once stopping (SIGTERM), every answer closes its connection, so no client sends another
-    // request on a connection that is about to go away.
-    if (draining.has(server)) res.setHeader('connection', 'close');
-    app.handle(req, res);
-  });
+  const server = http.createServer(
+    {
+      headersTimeout: headersTimeoutMs,
+      requestTimeout: requestTimeoutMs,
+      keepAliveTimeout: keepAliveTimeoutMs,
+      maxHeaderSize: maxHeaderBytes,
+      connectionsCheckingInterval: Math.min(checkEveryMs, headersTimeoutMs),
+    },
+    (req, res) => {
+      // Once stopping (SIGTERM), every answer closes its connection, so no client sends another
+      // request on a connection that is about to go away.
+      if (draining.has(server)) res.setHeader('connection', 'close');
+      app.handle(req, res);
+    },
+  );
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => {
     answerClientError(err, socket, app.logAccess);
   });
@@ -104,13 +107,19 @@ export function lingerAfterAnswer(req: IncomingMessage): void {
   };
 }
 
-const securityLines = Object.entries(securityHeaders).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+const securityLines = Object.entries(securityHeaders)
+  .map(([name, value]) => `${name}: ${value}\r\n`)
+  .join('');
 
 /**
  * What node's default clientError handler does, plus the access-log line Apache writes for a
  * request it refuses: the request line as received, escaped, with the status.
  */
-function answerClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket, logAccess: Served['logAccess']): void {
+function answerClientError(
+  err: NodeJS.ErrnoException & { rawPacket?: Buffer },
+  socket: Socket,
+  logAccess: Served['logAccess'],
+): void {
   if (err.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
@@ -127,9 +136,17 @@ function answerClientError(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, 
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n${securityLines}\r\n`);
   socket.destroySoon();
   logAccess({
-    remoteAddr: socket.remoteAddress?.replace(/^::ffff:/, '') ?? '-', user: null, time: new Date(),
-    method: '', target: '', httpVersion: '', requestLine,
-    status, bytes: 0, referer: undefined, userAgent: undefined,
+    remoteAddr: socket.remoteAddress?.replace(/^::ffff:/, '') ?? '-',
+    user: null,
+    time: new Date(),
+    method: '',
+    target: '',
+    httpVersion: '',
+    requestLine,
+    status,
+    bytes: 0,
+    referer: undefined,
+    userAgent: undefined,
   });
 }
 

@@ -71,11 +71,15 @@ export class StaticFiles {
       'cache-control': mount.immutable || fingerprinted.test(path.basename(relative)) ? immutable : revalidated,
     };
     if (compressible) headers.vary = 'Accept-Encoding';
-    const encoding = compressible && info.size <= maxCompressedFile && ex.req.headers.range === undefined ? chooseEncoding(ex.req.headers['accept-encoding']) : null;
+    const encoding =
+      compressible && info.size <= maxCompressedFile && ex.req.headers.range === undefined
+        ? chooseEncoding(ex.req.headers['accept-encoding'])
+        : null;
     if (encoding) {
       headers.etag = encodedEtag(etag, encoding);
       headers['content-encoding'] = encoding;
-      if (matchesEtag(ex.req.headers['if-none-match'], headers.etag)) return (sendEmpty(ex, 304, pick(headers, ['etag', 'cache-control', 'vary', 'last-modified'])), true);
+      if (matchesEtag(ex.req.headers['if-none-match'], headers.etag))
+        return (sendEmpty(ex, 304, pick(headers, ['etag', 'cache-control', 'vary', 'last-modified'])), true);
       sendBody(ex, 200, headers, await this.compressedOf(file, `${etag}\u0000${encoding}`, encoding));
       return true;
     }
@@ -90,15 +94,21 @@ export class StaticFiles {
     if (!body) {
       body = readFile(file).then((bytes) => compressAsync(bytes, encoding));
       this.compressed.set(key, body);
-      body.then((bytes) => {
-        this.compressedBytes += bytes.length;
-        // The oldest go first once the kept bytes pass the bound.
-        for (const [oldest, kept] of this.compressed) {
-          if (this.compressedBytes <= keptBytes) break;
-          this.compressed.delete(oldest);
-          kept.then((b) => (this.compressedBytes -= b.length), () => {});
-        }
-      }, () => this.compressed.delete(key));
+      body.then(
+        (bytes) => {
+          this.compressedBytes += bytes.length;
+          // The oldest go first once the kept bytes pass the bound.
+          for (const [oldest, kept] of this.compressed) {
+            if (this.compressedBytes <= keptBytes) break;
+            this.compressed.delete(oldest);
+            kept.then(
+              (b) => (this.compressedBytes -= b.length),
+              () => {},
+            );
+          }
+        },
+        () => this.compressed.delete(key),
+      );
     }
     return body;
   }
@@ -118,14 +128,24 @@ function stream(ex: Exchange, root: string, relative: string, headers: Record<st
   for (const [name, value] of Object.entries({ ...securityHeaders, ...headers })) res.setHeader(name, value);
   return new Promise((resolve, reject) => {
     send(req, relative, { root, index: false, dotfiles: 'deny', etag: false, lastModified: false, cacheControl: false })
-      .on('stream', (file: ReturnType<typeof createReadStream>) => file.on('data', (chunk: Buffer | string) => (ex.bytes += chunk.length)))
+      .on('stream', (file: ReturnType<typeof createReadStream>) =>
+        file.on('data', (chunk: Buffer | string) => (ex.bytes += chunk.length)),
+      )
       .on('directory', () => reject(new HttpError(404, 'There is no document here.')))
       .on('error', (err: { status?: number; headers?: Record<string, string> }) => {
         // Only the answer send chose stays: the file's own headers do not describe a 412 or 416.
         for (const name of Object.keys(headers)) res.removeHeader(name);
         const status = err.status ?? 500;
-        if (status === 416) reject(new HttpError(416, 'The range asked for lies outside the file.', { headers: { 'content-range': err.headers?.['Content-Range'] ?? `bytes */*` } }));
-        else if (status === 412) reject(new HttpError(412, 'The file has changed since the version named in If-Match or If-Unmodified-Since.'));
+        if (status === 416)
+          reject(
+            new HttpError(416, 'The range asked for lies outside the file.', {
+              headers: { 'content-range': err.headers?.['Content-Range'] ?? `bytes */*` },
+            }),
+          );
+        else if (status === 412)
+          reject(
+            new HttpError(412, 'The file has changed since the version named in If-Match or If-Unmodified-Since.'),
+          );
         else if (status < 500) reject(new HttpError(404, 'There is no document here.'));
         else reject(new Error(`A file of ${root} could not be read: ${String((err as Error).message)}`));
       })

@@ -41,7 +41,8 @@ export function readTarget(ex: Exchange, config: Config, options: { suffixes: bo
   const rawPath = mark === -1 ? url : url.slice(0, mark);
   // Until the path is read, a refusal of the address answers in the suffix it was asked with.
   if (options.suffixes) ex.suffix = takeSuffix(rawPath)[1];
-  if (url.length > maxTargetLength) throw new HttpError(414, `The address is longer than ${maxTargetLength} characters.`);
+  if (url.length > maxTargetLength)
+    throw new HttpError(414, `The address is longer than ${maxTargetLength} characters.`);
   if (!url.startsWith('/')) throw new HttpError(400, 'The request target must be a path beginning with /.');
   let path: string;
   try {
@@ -49,14 +50,24 @@ export function readTarget(ex: Exchange, config: Config, options: { suffixes: bo
   } catch {
     throw new HttpError(400, 'The address contains an invalid percent-encoding.');
   }
-  if (path.includes('\0') || path.split('/').includes('..')) throw new HttpError(404, 'There is no document at this address.');
+  if (path.includes('\0') || path.split('/').includes('..'))
+    throw new HttpError(404, 'There is no document at this address.');
   const [bare, suffix] = options.suffixes ? takeSuffix(path) : [path, null];
   ex.suffix = suffix;
   const base = baseOf(config);
   const origin = base ? base.origin : originOf(ex, config);
   const basePath = base ? base.path : '';
   const secure = ex.client.https || base?.origin.startsWith('https:') === true;
-  return { path, bare, suffix, query: mark === -1 ? '' : url.slice(mark + 1), origin, basePath, link: (p) => origin + basePath + p, secure };
+  return {
+    path,
+    bare,
+    suffix,
+    query: mark === -1 ? '' : url.slice(mark + 1),
+    origin,
+    basePath,
+    link: (p) => origin + basePath + p,
+    secure,
+  };
 }
 
 /** A redirect's absolute Location; the suffix is kept on the path (/person/old.json → /person/new.json). */
@@ -102,16 +113,25 @@ function originOf(ex: Exchange, config: Config): string {
   const name = parts?.[1] ?? host;
   const port = parts?.[2] === undefined ? null : Number(parts[2]);
   if (!parts || (!config.allowedHosts.includes(name) && !config.allowedHosts.includes(`${name}:${port}`))) {
-    throw new HttpError(400, `The host ${host.slice(0, 100)} is not served here; add it to ALLOWED_HOSTS or set BASE_URL.`);
+    throw new HttpError(
+      400,
+      `The host ${host.slice(0, 100)} is not served here; add it to ALLOWED_HOSTS or set BASE_URL.`,
+    );
   }
   const scheme = ex.client.https ? 'https' : 'http';
   const standard = scheme === 'https' ? 443 : 80;
   if (port === null || port === standard) return `${scheme}://${name}`;
   if (port < 1 || port > 65535) {
-    throw new HttpError(400, `The Host header names port ${parts[2]}, which no server listens on; use a port from 1 to 65535.`);
+    throw new HttpError(
+      400,
+      `The Host header names port ${parts[2]}, which no server listens on; use a port from 1 to 65535.`,
+    );
   }
   if (port !== ex.req.socket.localPort && !config.allowedHosts.includes(`${name}:${port}`)) {
-    throw new HttpError(400, `The host ${host} is not served here: ${name} is served at port ${standard} and at the port this server listens on; add ${name}:${port} to ALLOWED_HOSTS or set BASE_URL.`);
+    throw new HttpError(
+      400,
+      `The host ${host} is not served here: ${name} is served at port ${standard} and at the port this server listens on; add ${name}:${port} to ALLOWED_HOSTS or set BASE_URL.`,
+    );
   }
   return `${scheme}://${name}:${port}`;
 }

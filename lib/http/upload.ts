@@ -40,16 +40,24 @@ export const rawUploadTypes = ['image/jpeg', 'image/png', 'image/webp'];
 /** Reads the upload of a request; 415 for a body that is neither a form with a file nor a picture. */
 export function readUpload(req: IncomingMessage, options: UploadOptions): Promise<Upload> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
-  if (Number(req.headers['content-length'] ?? 0) > options.maxBytes + formOverhead) return Promise.reject(tooLarge(options.maxBytes));
+  if (Number(req.headers['content-length'] ?? 0) > options.maxBytes + formOverhead)
+    return Promise.reject(tooLarge(options.maxBytes));
   mkdirSync(options.dir, { recursive: true, mode: 0o700 });
   if (type === 'multipart/form-data') return readForm(req, options);
   if (rawUploadTypes.includes(type)) {
     return new Promise((resolve, reject) => {
-      const file = receive(req, options, (err, received) => (err ? reject(err) : resolve(uploadOf(new URLSearchParams(), received, false))));
+      const file = receive(req, options, (err, received) =>
+        err ? reject(err) : resolve(uploadOf(new URLSearchParams(), received, false)),
+      );
       req.once('aborted', () => file.fail(cutOff()));
     });
   }
-  return Promise.reject(new HttpError(415, `Send the picture as multipart/form-data (an HTML form with a file field) or as ${rawUploadTypes.join(', ').replace(/, ([^,]*)$/, ' or $1')}${type ? `, not ${type.slice(0, 100)}` : ''}.`));
+  return Promise.reject(
+    new HttpError(
+      415,
+      `Send the picture as multipart/form-data (an HTML form with a file field) or as ${rawUploadTypes.join(', ').replace(/, ([^,]*)$/, ' or $1')}${type ? `, not ${type.slice(0, 100)}` : ''}.`,
+    ),
+  );
 }
 
 // The fields and boundaries of a form besides its file: the token, the method, a few lines of headers.
@@ -70,7 +78,10 @@ function readForm(req: IncomingMessage, options: UploadOptions): Promise<Upload>
     };
     let parser: busboy.Busboy;
     try {
-      parser = busboy({ headers: req.headers, limits: { files: 1, fields: 20, fieldSize: 4096, parts: 30, fileSize: options.maxBytes, headerPairs: 100 } });
+      parser = busboy({
+        headers: req.headers,
+        limits: { files: 1, fields: 20, fieldSize: 4096, parts: 30, fileSize: options.maxBytes, headerPairs: 100 },
+      });
     } catch (err) {
       reject(new HttpError(400, `The form is malformed: ${(err as Error).message.slice(0, 200)}.`));
       return;
@@ -100,7 +111,9 @@ function readForm(req: IncomingMessage, options: UploadOptions): Promise<Upload>
       formDone = true;
       if (!file || fileDone) finish();
     });
-    parser.once('error', (err: Error) => fail(new HttpError(400, `The form is malformed: ${err.message.slice(0, 200)}.`)));
+    parser.once('error', (err: Error) =>
+      fail(new HttpError(400, `The form is malformed: ${err.message.slice(0, 200)}.`)),
+    );
     req.once('aborted', () => fail(cutOff()));
     req.once('error', () => fail(cutOff()));
     req.pipe(parser);
@@ -108,7 +121,11 @@ function readForm(req: IncomingMessage, options: UploadOptions): Promise<Upload>
 }
 
 /** Writes a stream to a new temporary file, hashing it; fail() stops and removes it. */
-function receive(source: Readable, options: UploadOptions, done: (err: HttpError | null, file: UploadedFile | null) => void) {
+function receive(
+  source: Readable,
+  options: UploadOptions,
+  done: (err: HttpError | null, file: UploadedFile | null) => void,
+) {
   const file = path.join(options.dir, `.upload-${randomBytes(12).toString('hex')}`);
   const out = createWriteStream(file, { flags: 'wx', mode: 0o600 });
   const sha = createHash('sha256');
@@ -144,7 +161,11 @@ function uploadOf(fields: URLSearchParams, file: UploadedFile | null, form: bool
 }
 
 function tooLarge(maxBytes: number): HttpError {
-  return new HttpError(413, `The picture is larger than ${Math.round(maxBytes / 1024 / 1024)} MiB; send a smaller one.`, { headers: { connection: 'close' } });
+  return new HttpError(
+    413,
+    `The picture is larger than ${Math.round(maxBytes / 1024 / 1024)} MiB; send a smaller one.`,
+    { headers: { connection: 'close' } },
+  );
 }
 
 function cutOff(): HttpError {

@@ -17,8 +17,11 @@ interface Open {
 
 /** 415 for an XML body whose declaration names another encoding than UTF-8; read before its bytes are decoded. */
 export function checkXmlEncoding(bytes: Buffer): void {
-  const declared = /^(?:\u00EF\u00BB\u00BF)?\s*<\?xml[^>]*encoding\s*=\s*["']([^"']+)["']/.exec(bytes.toString('latin1', 0, 200))?.[1];
-  if (declared && !/^utf-?8$/i.test(declared)) throw new HttpError(415, `Send the XML body in UTF-8, not ${declared.slice(0, 40)}.`);
+  const declared = /^(?:\u00EF\u00BB\u00BF)?\s*<\?xml[^>]*encoding\s*=\s*["']([^"']+)["']/.exec(
+    bytes.toString('latin1', 0, 200),
+  )?.[1];
+  if (declared && !/^utf-?8$/i.test(declared))
+    throw new HttpError(415, `Send the XML body in UTF-8, not ${declared.slice(0, 40)}.`);
 }
 
 /**
@@ -28,12 +31,18 @@ export function checkXmlEncoding(bytes: Buffer): void {
  */
 export function parseXmlBody(text: string): { root: string; value: XmlElement } {
   if (/<!DOCTYPE|<!ENTITY/.test(text)) {
-    throw new HttpError(400, 'The XML body contains a DOCTYPE or an entity declaration, which are not accepted; send the document without them.');
+    throw new HttpError(
+      400,
+      'The XML body contains a DOCTYPE or an entity declaration, which are not accepted; send the document without them.',
+    );
   }
   const unknown = /&(?!(?:lt|gt|amp|quot|apos|#[0-9]{1,7}|#x[0-9a-fA-F]{1,6});)([^;&\s<]{0,12})(;?)/.exec(text);
   if (unknown) {
     if (unknown[2] !== ';') throw new HttpError(400, 'The XML body has an & that starts no entity; write it as &amp;.');
-    throw new HttpError(400, `The XML body uses the entity &${unknown[1]}; which XML does not define; use a character reference such as &#160; instead.`);
+    throw new HttpError(
+      400,
+      `The XML body uses the entity &${unknown[1]}; which XML does not define; use a character reference such as &#160; instead.`,
+    );
   }
   const parser = new SaxesParser();
   const stack: Open[] = [];
@@ -70,7 +79,10 @@ export function parseXmlBody(text: string): { root: string; value: XmlElement } 
   // The first error ends the reading: the handler's throw leaves write().
   parser.on('error', (err) => {
     const [, line = '?', column = '?', message = err.message] = /^(\d+):(\d+): (.*?)\.?$/.exec(err.message) ?? [];
-    throw new HttpError(400, `The XML body is not well-formed: ${message.slice(0, 200)} (line ${line}, column ${column}).`);
+    throw new HttpError(
+      400,
+      `The XML body is not well-formed: ${message.slice(0, 200)} (line ${line}, column ${column}).`,
+    );
   });
   parser.write(text).close();
   const read = root as { name: string; value: XmlElement } | null;
@@ -81,7 +93,11 @@ export function parseXmlBody(text: string): { root: string; value: XmlElement } 
 /** A name that would reach an object's prototype is refused: an attack's shape, 400 and a line in the error log. */
 function checkName(name: string): string {
   if (name === '__proto__' || name === 'constructor' || name === 'prototype') {
-    throw new HttpError(400, `The XML body uses the name "${name}", which is not accepted; rename the element or attribute.`, { log: 'warn' });
+    throw new HttpError(
+      400,
+      `The XML body uses the name "${name}", which is not accepted; rename the element or attribute.`,
+      { log: 'warn' },
+    );
   }
   return name;
 }

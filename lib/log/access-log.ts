@@ -27,9 +27,11 @@ export const monthNames = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug
 export function formatAccessLine(entry: AccessEntry): string {
   const user = entry.user ? escapeLogItem(encodeUtf8(entry.user)) : '-';
   const requestLine = entry.requestLine ?? `${entry.method} ${entry.target} HTTP/${entry.httpVersion}`;
-  return `${escapeLogItem(entry.remoteAddr)} - ${user} [${formatAccessTime(entry.time)}] ` +
+  return (
+    `${escapeLogItem(entry.remoteAddr)} - ${user} [${formatAccessTime(entry.time)}] ` +
     `"${escapeLogItem(requestLine)}" ${entry.status} ${entry.bytes > 0 ? entry.bytes : '-'} ` +
-    `"${formatHeader(entry.referer)}" "${formatHeader(entry.userAgent)}"`;
+    `"${formatHeader(entry.referer)}" "${formatHeader(entry.userAgent)}"`
+  );
 }
 
 function formatHeader(value: string | undefined): string {
@@ -47,7 +49,8 @@ function formatAccessTime(time: Date): string {
   const second = Math.floor(time.getTime() / 1000);
   const offset = time.getTimezoneOffset();
   if (second !== cachedSecond || offset !== cachedOffset) {
-    cachedTime = `${pad2(time.getDate())}/${monthNames[time.getMonth()]}/${time.getFullYear()}:` +
+    cachedTime =
+      `${pad2(time.getDate())}/${monthNames[time.getMonth()]}/${time.getFullYear()}:` +
       `${pad2(time.getHours())}:${pad2(time.getMinutes())}:${pad2(time.getSeconds())} ${formatUtcOffset(time)}`;
     cachedSecond = second;
     cachedOffset = offset;
@@ -69,7 +72,15 @@ export function pad2(n: number): string {
 // Everything but printable ASCII, the quote and the backslash: the characters Apache escapes
 // (T_ESCAPE_LOGITEM in httpd's server/gen_test_char.c).
 const needsEscape = /[^\x20\x21\x23-\x5b\x5d-\x7e]/;
-const shortEscapes: Record<number, string> = { 8: '\\b', 9: '\\t', 10: '\\n', 11: '\\v', 13: '\\r', 34: '\\"', 92: '\\\\' };
+const shortEscapes: Record<number, string> = {
+  8: '\\b',
+  9: '\\t',
+  10: '\\n',
+  11: '\\v',
+  13: '\\r',
+  34: '\\"',
+  92: '\\\\',
+};
 
 /**
  * Escapes one field as Apache's ap_escape_logitem does, so a field can neither end the line nor

@@ -37,8 +37,10 @@ const dayNames = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'];
 export function formatErrorLine(entry: ErrorEntry): string {
   const client = entry.client ? ` [client ${entry.client}]` : '';
   const referer = entry.referer ? `, referer: ${escapeLogItem(entry.referer, { escapeQuotes: false })}` : '';
-  return `[${formatErrorTime(entry.time)}] [${entry.module ?? 'app'}:${entry.level}] [pid ${entry.pid}]${client} ` +
-    `${escapeMessage(entry.message)}${referer}`;
+  return (
+    `[${formatErrorTime(entry.time)}] [${entry.module ?? 'app'}:${entry.level}] [pid ${entry.pid}]${client} ` +
+    `${escapeMessage(entry.message)}${referer}`
+  );
 }
 
 /**
@@ -47,11 +49,17 @@ export function formatErrorLine(entry: ErrorEntry): string {
  * those message numbers are its own.
  */
 export function formatAuthFailure(failure: AuthFailure): string {
-  const message = failure.reason === 'Password Mismatch'
-    ? `AH01617: user ${failure.user}: authentication failure for "${failure.uri}": Password Mismatch`
-    : `AH01618: user ${failure.user} not found: ${failure.uri}`;
+  const message =
+    failure.reason === 'Password Mismatch'
+      ? `AH01617: user ${failure.user}: authentication failure for "${failure.uri}": Password Mismatch`
+      : `AH01618: user ${failure.user} not found: ${failure.uri}`;
   return formatErrorLine({
-    time: failure.time, module: 'auth_basic', level: 'error', pid: failure.pid, client: failure.client, message,
+    time: failure.time,
+    module: 'auth_basic',
+    level: 'error',
+    pid: failure.pid,
+    client: failure.client,
+    message,
     ...(failure.referer ? { referer: failure.referer } : {}),
   });
 }
@@ -61,14 +69,23 @@ export function formatAuthFailure(failure: AuthFailure): string {
  * fail2ban's stock apache-noscript filter sees scanners probing for .php and other scripts.
  */
 export function formatMissingFile(missing: { time: Date; pid: number; client: string; file: string }): string {
-  return formatErrorLine({ time: missing.time, module: 'core', level: 'info', pid: missing.pid, client: missing.client, message: `AH00128: File does not exist: ${missing.file}` });
+  return formatErrorLine({
+    time: missing.time,
+    module: 'core',
+    level: 'info',
+    pid: missing.pid,
+    client: missing.client,
+    message: `AH00128: File does not exist: ${missing.file}`,
+  });
 }
 
 /** `Sat Nov 21 10:15:42.123456 2026`: ctime with microseconds, local time, as ErrorLogFormat's %t. */
 function formatErrorTime(time: Date): string {
   const micros = String(time.getMilliseconds() * 1000).padStart(6, '0');
-  return `${dayNames[time.getDay()]} ${monthNames[time.getMonth()]} ${pad2(time.getDate())} ` +
-    `${pad2(time.getHours())}:${pad2(time.getMinutes())}:${pad2(time.getSeconds())}.${micros} ${time.getFullYear()}`;
+  return (
+    `${dayNames[time.getDay()]} ${monthNames[time.getMonth()]} ${pad2(time.getDate())} ` +
+    `${pad2(time.getHours())}:${pad2(time.getMinutes())}:${pad2(time.getSeconds())}.${micros} ${time.getFullYear()}`
+  );
 }
 
 // Apache escapes the whole message with ap_escape_errorlog_item (unless built with

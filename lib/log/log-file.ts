@@ -140,9 +140,10 @@ export class LogFile {
     const code = (err as NodeJS.ErrnoException).code ?? err.name;
     if (this.#reported.has(code)) return;
     this.#reported.add(code);
-    const advice = this.#target === '-'
-      ? 'further lines may be lost'
-      : `lines are dropped until it works again; check the space and permissions of ${path.dirname(this.#target)}, or set LOG_DIR=- to log to stdout and stderr`;
+    const advice =
+      this.#target === '-'
+        ? 'further lines may be lost'
+        : `lines are dropped until it works again; check the space and permissions of ${path.dirname(this.#target)}, or set LOG_DIR=- to log to stdout and stderr`;
     try {
       process.stderr.write(`portfolio: cannot write the log ${this.#target}: ${err.message}; ${advice}\n`);
     } catch {

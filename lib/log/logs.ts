@@ -18,7 +18,6 @@ interface ErrorDetails {
   collapse?: boolean;
 }
 
-
 interface Repeats {
   level: LogLevel;
   count: number;
@@ -67,9 +66,16 @@ export class Logs {
       this.repeats.set(message, { level, count: 0, since: Date.now() });
       this.summing ??= setInterval(() => this.sumUp(), this.collapseEveryMs).unref();
     }
-    this.errorLog.write(formatErrorLine({
-      time: new Date(), level, pid: process.pid, message, ...(client ? { client } : {}), ...(referer ? { referer } : {}),
-    }));
+    this.errorLog.write(
+      formatErrorLine({
+        time: new Date(),
+        level,
+        pid: process.pid,
+        message,
+        ...(client ? { client } : {}),
+        ...(referer ? { referer } : {}),
+      }),
+    );
   }
 
   /** One line per kind that came again since its last line; a kind that did not is forgotten. */
@@ -81,10 +87,14 @@ export class Logs {
         continue;
       }
       const seconds = Math.max(1, Math.round((now - repeats.since) / 1000));
-      this.errorLog.write(formatErrorLine({
-        time: new Date(now), level: repeats.level, pid: process.pid,
-        message: `${message} (repeated ${repeats.count.toLocaleString('en')} times in the last ${seconds} s)`,
-      }));
+      this.errorLog.write(
+        formatErrorLine({
+          time: new Date(now),
+          level: repeats.level,
+          pid: process.pid,
+          message: `${message} (repeated ${repeats.count.toLocaleString('en')} times in the last ${seconds} s)`,
+        }),
+      );
       repeats.count = 0;
       repeats.since = now;
     }
@@ -104,7 +114,8 @@ export class Logs {
    * which is what scanners probe for and what fail2ban's apache-noscript filter counts.
    */
   missingFile(file: string, client: string): void {
-    if (scriptProbe.test(file)) this.errorLog.write(formatMissingFile({ time: new Date(), pid: process.pid, client, file }));
+    if (scriptProbe.test(file))
+      this.errorLog.write(formatMissingFile({ time: new Date(), pid: process.pid, client, file }));
   }
 
   /** SIGHUP: logrotate has moved the files. */

@@ -12,7 +12,16 @@ import type { Exchange } from '../http/index.ts';
 import { askPrimary, onCollect } from '../http/index.ts';
 
 /** The search's figures (lib/search, SearchStats). */
-interface SearchFigures { personen: number; werke: number; bytes: number; searches: number; catchUps: number; reloads: number; snapshotsTaken: number; snapshotsWritten: number }
+interface SearchFigures {
+  personen: number;
+  werke: number;
+  bytes: number;
+  searches: number;
+  catchUps: number;
+  reloads: number;
+  snapshotsTaken: number;
+  snapshotsWritten: number;
+}
 
 /** What the metrics read from the parts of a running app. */
 export interface MetricSources {
@@ -52,16 +61,23 @@ export class Metrics {
   constructor(sources: MetricSources) {
     const registers = [this.registry];
     this.requests = new Counter({
-      name: 'portfolio_http_requests_total', help: 'Requests answered, by route (a script, static, proxy, probe, none), method and status.',
-      labelNames: ['route', 'method', 'status'], registers,
+      name: 'portfolio_http_requests_total',
+      help: 'Requests answered, by route (a script, static, proxy, probe, none), method and status.',
+      labelNames: ['route', 'method', 'status'],
+      registers,
     });
     this.duration = new Histogram({
-      name: 'portfolio_http_request_duration_seconds', help: 'Time from the request to the end of its answer, by route.',
-      labelNames: ['route'], buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers,
+      name: 'portfolio_http_request_duration_seconds',
+      help: 'Time from the request to the end of its answer, by route.',
+      labelNames: ['route'],
+      buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
     });
     new Gauge({
-      name: 'portfolio_db_connections', help: 'PostgreSQL: connections of the pool (total, idle), requests waiting for one (waiting), statements on the pipelined connections, the searches\' own included, unanswered or waiting for one (pipelined).',
-      labelNames: ['state'], registers,
+      name: 'portfolio_db_connections',
+      help: "PostgreSQL: connections of the pool (total, idle), requests waiting for one (waiting), statements on the pipelined connections, the searches' own included, unanswered or waiting for one (pipelined).",
+      labelNames: ['state'],
+      registers,
       collect() {
         const stats = sources.db.stats();
         if (!stats) return;
@@ -69,7 +85,8 @@ export class Metrics {
       },
     });
     new Counter({
-      name: 'portfolio_db_pipeline_retries_total', help: 'PostgreSQL: pipelined statements sent again on another connection to the primary because theirs had answered nothing for DB_PIPELINE_RETRY_MS.',
+      name: 'portfolio_db_pipeline_retries_total',
+      help: 'PostgreSQL: pipelined statements sent again on another connection to the primary because theirs had answered nothing for DB_PIPELINE_RETRY_MS.',
       registers,
       collect() {
         const stats = sources.db.stats();
@@ -81,23 +98,32 @@ export class Metrics {
     if (sources.replicas) {
       const { replicas } = sources;
       new Gauge({
-        name: 'portfolio_db_replica_up', help: 'Whether a replica answers (1) or not (0); the lowest any worker sees. One that answers serves reads while its lag is within REPLICA_MAX_LAG_MS.',
-        labelNames: ['host'], registers, aggregator: 'min',
+        name: 'portfolio_db_replica_up',
+        help: 'Whether a replica answers (1) or not (0); the lowest any worker sees. One that answers serves reads while its lag is within REPLICA_MAX_LAG_MS.',
+        labelNames: ['host'],
+        registers,
+        aggregator: 'min',
         collect() {
           for (const replica of replicas()) this.set({ host: replica.host }, replica.up ? 1 : 0);
         },
       });
       new Gauge({
-        name: 'portfolio_db_replica_lag_seconds', help: 'How long ago the primary was where a replica has replayed to; the highest any worker sees. Absent while the replica does not answer.',
-        labelNames: ['host'], registers, aggregator: 'max',
+        name: 'portfolio_db_replica_lag_seconds',
+        help: 'How long ago the primary was where a replica has replayed to; the highest any worker sees. Absent while the replica does not answer.',
+        labelNames: ['host'],
+        registers,
+        aggregator: 'max',
         collect() {
           this.reset();
-          for (const replica of replicas()) if (Number.isFinite(replica.lagMs)) this.set({ host: replica.host }, replica.lagMs / 1000);
+          for (const replica of replicas())
+            if (Number.isFinite(replica.lagMs)) this.set({ host: replica.host }, replica.lagMs / 1000);
         },
       });
       new Counter({
-        name: 'portfolio_db_replica_reads_total', help: 'Statements of requests a replica answered.',
-        labelNames: ['host'], registers,
+        name: 'portfolio_db_replica_reads_total',
+        help: 'Statements of requests a replica answered.',
+        labelNames: ['host'],
+        registers,
         collect() {
           this.reset();
           for (const replica of replicas()) this.inc({ host: replica.host }, replica.reads);
@@ -109,8 +135,11 @@ export class Metrics {
       // One index a server (the one process's, or the search process's): every worker reports
       // the same figures, so the cluster's value is the highest, never the sum.
       new Gauge({
-        name: 'portfolio_search_index_rows', help: 'Persons and works in the search\'s word index.',
-        labelNames: ['kind'], registers, aggregator: 'max',
+        name: 'portfolio_search_index_rows',
+        help: "Persons and works in the search's word index.",
+        labelNames: ['kind'],
+        registers,
+        aggregator: 'max',
         async collect() {
           const stats = await search();
           this.set({ kind: 'personen' }, stats.personen);
@@ -118,15 +147,20 @@ export class Metrics {
         },
       });
       new Gauge({
-        name: 'portfolio_search_index_bytes', help: 'Memory the search\'s word index holds outside the JavaScript heap.',
-        registers, aggregator: 'max',
+        name: 'portfolio_search_index_bytes',
+        help: "Memory the search's word index holds outside the JavaScript heap.",
+        registers,
+        aggregator: 'max',
         async collect() {
           this.set((await search()).bytes);
         },
       });
       new Counter({
-        name: 'portfolio_search_index_reads_total', help: 'Readings of the database\'s changes into the search\'s word index (catch_up), of everything (reload: the start, a TRUNCATE, a statement of many rows, notes deleted before they were read), and of the snapshot file at the start (snapshot).',
-        labelNames: ['kind'], registers, aggregator: 'max',
+        name: 'portfolio_search_index_reads_total',
+        help: "Readings of the database's changes into the search's word index (catch_up), of everything (reload: the start, a TRUNCATE, a statement of many rows, notes deleted before they were read), and of the snapshot file at the start (snapshot).",
+        labelNames: ['kind'],
+        registers,
+        aggregator: 'max',
         async collect() {
           const stats = await search();
           this.reset();
@@ -136,8 +170,10 @@ export class Metrics {
         },
       });
       new Counter({
-        name: 'portfolio_search_snapshots_written_total', help: 'Snapshot files of the search\'s word index written (after a whole reading, every 5 minutes while it changes, at the stop).',
-        registers, aggregator: 'max',
+        name: 'portfolio_search_snapshots_written_total',
+        help: "Snapshot files of the search's word index written (after a whole reading, every 5 minutes while it changes, at the stop).",
+        registers,
+        aggregator: 'max',
         async collect() {
           const stats = await search();
           this.reset();
@@ -145,8 +181,10 @@ export class Metrics {
         },
       });
       new Counter({
-        name: 'portfolio_searches_total', help: 'Searches made on the word index: requests for a search list that no kept result answered (requests that ask for one search at once may share it).',
-        registers, aggregator: 'max',
+        name: 'portfolio_searches_total',
+        help: 'Searches made on the word index: requests for a search list that no kept result answered (requests that ask for one search at once may share it).',
+        registers,
+        aggregator: 'max',
         async collect() {
           const stats = await search();
           this.reset();
@@ -155,8 +193,10 @@ export class Metrics {
       });
     }
     new Gauge({
-      name: 'portfolio_sessions', help: 'Live login sessions: signed in, and anonymous ones that carry a login form\'s token.',
-      labelNames: ['kind'], registers,
+      name: 'portfolio_sessions',
+      help: "Live login sessions: signed in, and anonymous ones that carry a login form's token.",
+      labelNames: ['kind'],
+      registers,
       // Every worker reads the same table: one worker's answer is the site's.
       aggregator: 'first',
       async collect() {
@@ -168,15 +208,19 @@ export class Metrics {
     });
     // Counted where they happen (lib/auth, lib/log) and read here on each scrape.
     new Counter({
-      name: 'portfolio_logins_refused_total', help: 'Logins refused: wrong name or password (failed), the throttle (throttled, 429), too many checks waiting (busy, 503), not checked as the client left before its turn (left).',
-      labelNames: ['reason'], registers,
+      name: 'portfolio_logins_refused_total',
+      help: 'Logins refused: wrong name or password (failed), the throttle (throttled, 429), too many checks waiting (busy, 503), not checked as the client left before its turn (left).',
+      labelNames: ['reason'],
+      registers,
       collect() {
         this.reset();
-        for (const reason of ['failed', 'throttled', 'busy', 'left'] as const) this.inc({ reason }, sources.logins[reason]);
+        for (const reason of ['failed', 'throttled', 'busy', 'left'] as const)
+          this.inc({ reason }, sources.logins[reason]);
       },
     });
     new Counter({
-      name: 'portfolio_password_checks_total', help: 'Password checks run: each a scrypt of a third of a second and 128 MiB.',
+      name: 'portfolio_password_checks_total',
+      help: 'Password checks run: each a scrypt of a third of a second and 128 MiB.',
       registers,
       collect() {
         this.reset();
@@ -184,14 +228,16 @@ export class Metrics {
       },
     });
     new Gauge({
-      name: 'portfolio_password_checks_waiting', help: 'Password checks waiting for their turn (two run at once).',
+      name: 'portfolio_password_checks_waiting',
+      help: 'Password checks waiting for their turn (two run at once).',
       registers,
       collect() {
         this.set(sources.checksWaiting());
       },
     });
     new Counter({
-      name: 'portfolio_log_failed_writes_total', help: 'Writes to the access or error log that failed (a full disk, permissions); their lines are lost.',
+      name: 'portfolio_log_failed_writes_total',
+      help: 'Writes to the access or error log that failed (a full disk, permissions); their lines are lost.',
       registers,
       collect() {
         this.reset();
@@ -234,7 +280,10 @@ export async function foldMetrics(values: unknown[]): Promise<unknown> {
   const added = await AggregatorRegistry.aggregate(metricsOf(values)).getMetricsAsJSON();
   // Only what the workers' counts add up to: a counter every worker reports alike (the search
   // process's, 'max') leaves nothing behind with a worker that goes, and starts anew with its process.
-  return added.filter((metric) => (String(metric.type) === 'counter' || String(metric.type) === 'histogram') && metric.aggregator === 'sum');
+  return added.filter(
+    (metric) =>
+      (String(metric.type) === 'counter' || String(metric.type) === 'histogram') && metric.aggregator === 'sum',
+  );
 }
 
 /** The values that are metrics: a worker that failed to collect gave none. */

@@ -34,7 +34,11 @@ export class Probes {
   private asking: Promise<string> | null = null;
   private versions: string[] | null = null;
 
-  constructor(private readonly config: Config, private readonly db: Db, private readonly metrics: Metrics) {
+  constructor(
+    private readonly config: Config,
+    private readonly db: Db,
+    private readonly metrics: Metrics,
+  ) {
     const base = basePathOf(config);
     for (const probe of ['healthz', 'readyz', 'metrics'] as const) {
       this.paths.set(`/${probe}`, probe);
@@ -60,11 +64,17 @@ export class Probes {
   async answer(ex: Exchange, probe: Probe): Promise<void> {
     ex.route = 'probe';
     const method = ex.req.method;
-    if (method !== 'GET' && method !== 'HEAD') return sendEmpty(ex, 405, { allow: 'GET, HEAD', 'cache-control': 'no-store' });
+    if (method !== 'GET' && method !== 'HEAD')
+      return sendEmpty(ex, 405, { allow: 'GET, HEAD', 'cache-control': 'no-store' });
     if (probe === 'healthz') return sendBody(ex, 200, textHeaders, 'ok\n');
     if (probe === 'readyz') {
       const readiness = isStopping() ? { ready: false, reason: 'stopping' } : await this.check();
-      return sendBody(ex, readiness.ready ? 200 : 503, textHeaders, readiness.ready ? 'ready\n' : `not ready: ${readiness.reason}\n`);
+      return sendBody(
+        ex,
+        readiness.ready ? 200 : 503,
+        textHeaders,
+        readiness.ready ? 'ready\n' : `not ready: ${readiness.reason}\n`,
+      );
     }
     const text = await this.metrics.text();
     sendBody(ex, 200, { 'content-type': this.metrics.contentType, 'cache-control': 'no-store' }, text);

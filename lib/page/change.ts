@@ -38,12 +38,19 @@ const formAgainBytes = 128 * 1024;
  * form), and a form whose session has timed out, which its script shows again filled in. The
  * answer is the largest body the request may send, where that is less than every body's bound.
  */
-export async function admitChange(req: IncomingMessage, target: Target, requester: Requester, script: ScriptModule): Promise<number | undefined> {
+export async function admitChange(
+  req: IncomingMessage,
+  target: Target,
+  requester: Requester,
+  script: ScriptModule,
+): Promise<number | undefined> {
   refuseCrossSite(req, target);
   if (script.anonymous || (await requester.identify())) return undefined;
   const expired = await requester.session.expired();
   if (expired && bodyTypeOf(req.headers) === 'form') return formAgainBytes;
-  throw new HttpError(403, expired ? loginFirst.expired : loginFirst.anonymous, { login: refererPath(req, target) ?? target.bare });
+  throw new HttpError(403, expired ? loginFirst.expired : loginFirst.anonymous, {
+    login: refererPath(req, target) ?? target.bare,
+  });
 }
 
 /** What a change did: where a browser's form goes next, and what an API client gets. */
@@ -62,9 +69,24 @@ type FormAgain = (failure: Failure) => Document | Promise<Document>;
  * browser's form fails validation, authorization or a conflict, `formAgain` shows the form again
  * with what was typed.
  */
-export async function change(req: ScriptRequest, options: ChangeOptions & { bodyless?: false }, run: (c: { requester: Identity; body: Body }) => Promise<Changed>, formAgain?: FormAgain): Promise<Outcome>;
-export async function change(req: ScriptRequest, options: ChangeOptions & { bodyless: true }, run: (c: { requester: Identity }) => Promise<Changed>, formAgain?: FormAgain): Promise<Outcome>;
-export async function change(req: ScriptRequest, options: ChangeOptions, run: (c: { requester: Identity; body: Body }) => Promise<Changed>, formAgain?: FormAgain): Promise<Outcome> {
+export async function change(
+  req: ScriptRequest,
+  options: ChangeOptions & { bodyless?: false },
+  run: (c: { requester: Identity; body: Body }) => Promise<Changed>,
+  formAgain?: FormAgain,
+): Promise<Outcome>;
+export async function change(
+  req: ScriptRequest,
+  options: ChangeOptions & { bodyless: true },
+  run: (c: { requester: Identity }) => Promise<Changed>,
+  formAgain?: FormAgain,
+): Promise<Outcome>;
+export async function change(
+  req: ScriptRequest,
+  options: ChangeOptions,
+  run: (c: { requester: Identity; body: Body }) => Promise<Changed>,
+  formAgain?: FormAgain,
+): Promise<Outcome> {
   try {
     const requester = await loggedIn(req, options.back);
     const body = options.bodyless && !hasBody(req.headers) ? null : await req.body(['form', 'json', 'xml']);
@@ -87,12 +109,19 @@ export async function change(req: ScriptRequest, options: ChangeOptions, run: (c
  * asking is checked before a byte is read, the CSRF token once the form's fields are in; the
  * temporary file is removed afterwards, whatever happened. A browser gets 303, an API client the document.
  */
-export async function changeWithUpload(req: ScriptRequest, options: Pick<ChangeOptions, 'back'>, run: (c: { requester: Identity; upload: Upload }) => Promise<Changed>): Promise<Outcome> {
+export async function changeWithUpload(
+  req: ScriptRequest,
+  options: Pick<ChangeOptions, 'back'>,
+  run: (c: { requester: Identity; upload: Upload }) => Promise<Changed>,
+): Promise<Outcome> {
   const requester = await loggedIn(req, options.back);
   const upload = await req.upload();
   try {
     if (requester.via === 'basic' && upload.form) {
-      throw new HttpError(415, 'With HTTP Basic credentials send the picture itself as image/jpeg, image/png or image/webp; HTML forms need a login session and its CSRF token.');
+      throw new HttpError(
+        415,
+        'With HTTP Basic credentials send the picture itself as image/jpeg, image/png or image/webp; HTML forms need a login session and its CSRF token.',
+      );
     }
     await checkToken(req, requester, upload.form ? upload.fields : null);
     const { then, document } = await run({ requester, upload }).catch((err: unknown) => {
@@ -107,7 +136,10 @@ export async function changeWithUpload(req: ScriptRequest, options: Pick<ChangeO
 
 async function beginChange(req: ScriptRequest, requester: Identity, body: Body | null): Promise<void> {
   if (requester.via === 'basic' && body?.type === 'form') {
-    throw new HttpError(415, 'With HTTP Basic credentials send the body as application/json or application/xml; HTML forms need a login session and its CSRF token.');
+    throw new HttpError(
+      415,
+      'With HTTP Basic credentials send the body as application/json or application/xml; HTML forms need a login session and its CSRF token.',
+    );
   }
   await checkToken(req, requester, body?.type === 'form' ? body.fields : null);
 }
@@ -122,7 +154,10 @@ async function checkToken(req: ScriptRequest, requester: Identity, fields: URLSe
   const header = req.headers['x-csrf-token'];
   const token = fields?.get('csrf_token') ?? (typeof header === 'string' ? header : null);
   if (!(await req.session.checkCsrf(token))) {
-    throw new HttpError(403, 'The CSRF token is missing or wrong: the form has expired or did not come from this site. Reload the form and send it again (API clients: send the token in X-CSRF-Token).');
+    throw new HttpError(
+      403,
+      'The CSRF token is missing or wrong: the form has expired or did not come from this site. Reload the form and send it again (API clients: send the token in X-CSRF-Token).',
+    );
   }
 }
 
@@ -137,7 +172,10 @@ export async function mayChangePerson(db: Queryable, requester: Identity, person
 }
 
 export function notYours(what: string): HttpError {
-  return new HttpError(403, `You may change only your own person and its works, not ${what}; a librarian may change everything.`);
+  return new HttpError(
+    403,
+    `You may change only your own person and its works, not ${what}; a librarian may change everything.`,
+  );
 }
 
 export function librariansOnly(what: string): HttpError {

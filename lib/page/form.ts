@@ -63,7 +63,13 @@ const formStatuses = new Set([403, 409, 422]);
 
 /** A browser's form submission that failed in a way its form can show; null for anything else. */
 export async function failureOf(req: ScriptRequest, err: unknown): Promise<Failure | null> {
-  if (!(err instanceof HttpError) || !formStatuses.has(err.status) || req.format !== 'html' || bodyTypeOf(req.headers) !== 'form') return null;
+  if (
+    !(err instanceof HttpError) ||
+    !formStatuses.has(err.status) ||
+    req.format !== 'html' ||
+    bodyTypeOf(req.headers) !== 'form'
+  )
+    return null;
   const { fields } = await req.body(['form']);
   const requester = await req.identify();
   const csrfToken = requester?.via === 'session' ? await req.session.csrfToken() : null;
@@ -72,10 +78,19 @@ export async function failureOf(req: ScriptRequest, err: unknown): Promise<Failu
 }
 
 /** A field of a form, filled from its state: the value (stored or just typed) and its message. */
-export function fieldOf(state: Pick<FormState, 'values' | 'errors'>, spec: Omit<FormField, 'value' | 'error'>): FormField {
+export function fieldOf(
+  state: Pick<FormState, 'values' | 'errors'>,
+  spec: Omit<FormField, 'value' | 'error'>,
+): FormField {
   const { hint, suggest, ...field } = spec;
   const error = state.errors.find((e) => e.field === spec.name)?.message ?? null;
-  return { ...field, value: state.values[spec.name] ?? '', error, ...(hint ? { hint } : {}), ...(suggest ? { suggest } : {}) };
+  return {
+    ...field,
+    value: state.values[spec.name] ?? '',
+    error,
+    ...(hint ? { hint } : {}),
+    ...(suggest ? { suggest } : {}),
+  };
 }
 
 /** What every form page takes from its state besides the fields. */
@@ -86,8 +101,12 @@ export function stateOf(state: FormState): Pick<FormPage, 'csrfToken' | 'message
 /** A form page document at path: never cached, answered with the status of its failure. */
 export function formDocument(page: FormPage, path: string, status?: number): Document<FormPage> {
   return {
-    path, title: page.heading, data: page, private: true,
-    view: { template: 'form' }, ...(status ? { status } : {}),
+    path,
+    title: page.heading,
+    data: page,
+    private: true,
+    view: { template: 'form' },
+    ...(status ? { status } : {}),
   };
 }
 
@@ -98,7 +117,13 @@ export function freshForm(values: RawFields, csrfToken: string): FormState {
 
 /** The state of a form shown again after a failure, with the values given. */
 export function formAgain(failure: Failure, values: RawFields): FormState {
-  return { values, errors: failure.errors, csrfToken: failure.csrfToken, message: failure.message, login: failure.login };
+  return {
+    values,
+    errors: failure.errors,
+    csrfToken: failure.csrfToken,
+    message: failure.message,
+    login: failure.login,
+  };
 }
 
 /**
@@ -111,9 +136,16 @@ export async function showForm(
   path: string,
   build: (opened: { requester: Identity; csrfToken: string }) => Promise<FormPage>,
 ): Promise<Document<FormPage>> {
-  const requester = await requireLogin(req, path, { anonymous: 'Log in to change data.', expired: 'Your session has expired; log in again to change data.' });
+  const requester = await requireLogin(req, path, {
+    anonymous: 'Log in to change data.',
+    expired: 'Your session has expired; log in again to change data.',
+  });
   if (requester.via === 'basic') {
-    throw new HttpError(403, 'The forms need a login session: log in with the login form. With HTTP Basic credentials, send JSON or XML to the resource itself.', { login: path });
+    throw new HttpError(
+      403,
+      'The forms need a login session: log in with the login form. With HTTP Basic credentials, send JSON or XML to the resource itself.',
+      { login: path },
+    );
   }
   const csrfToken = await req.session.csrfToken();
   const page = await build({ requester, csrfToken }).catch((err: unknown) => {

@@ -18,7 +18,10 @@ export async function isGone(db: Queryable, path: string): Promise<boolean> {
 }
 
 /** Notes a person's slug change: the old slug leads to the person, the new one is no longer history or gone. */
-export async function recordSlugChange(tx: Queryable, change: { personId: number; from: string; to: string }): Promise<void> {
+export async function recordSlugChange(
+  tx: Queryable,
+  change: { personId: number; from: string; to: string },
+): Promise<void> {
   await tx.query('DELETE FROM person_slug_history WHERE slug = $1', [change.to]);
   await tx.query(
     'INSERT INTO person_slug_history (slug, person_id) VALUES ($1, $2) ON CONFLICT (slug) DO UPDATE SET person_id = EXCLUDED.person_id, replaced_at = now()',
@@ -46,5 +49,8 @@ export async function buryPerson(tx: Queryable, personId: number): Promise<void>
 }
 
 export async function buryWerk(tx: Queryable, werkId: number): Promise<void> {
-  await tx.query(`INSERT INTO gone (path) VALUES ('/werk/' || $1::int) ON CONFLICT (path) DO UPDATE SET deleted_at = now()`, [werkId]);
+  await tx.query(
+    `INSERT INTO gone (path) VALUES ('/werk/' || $1::int) ON CONFLICT (path) DO UPDATE SET deleted_at = now()`,
+    [werkId],
+  );
 }

@@ -13,23 +13,69 @@ export { formAgain, formDocument, freshForm, showForm } from './form.ts';
 export type { RawFields } from './input.ts';
 export { rejectInvalid } from './input.ts';
 export type { LendCandidate, Loan } from './loan.ts';
-export { findLoan, findOpenLoans, findWorksToLend, loanFields, loanJson, loanView, loanXml, mayReadLoans, readLoan } from './loan.ts';
+export {
+  findLoan,
+  findOpenLoans,
+  findWorksToLend,
+  loanFields,
+  loanJson,
+  loanView,
+  loanXml,
+  mayReadLoans,
+  readLoan,
+} from './loan.ts';
 export { giveBack, lend } from './loan-store.ts';
 export type { Person, PersonKey } from './person.ts';
 export {
-  editPersonPage, findPerson, keyPath, newPersonPage, personJson, personValues, personView, personXml, readPerson, readPersonKey, resolvePerson,
+  editPersonPage,
+  findPerson,
+  keyPath,
+  newPersonPage,
+  personJson,
+  personValues,
+  personView,
+  personXml,
+  readPerson,
+  readPersonKey,
+  resolvePerson,
 } from './person.ts';
 export { deletePerson, insertPerson, setPersonImage, updatePerson } from './person-store.ts';
 export type { PictureOptions } from './picture.ts';
 export { pictureIn, pictureWidths, storePicture } from './picture.ts';
 export { PictureQueue } from './picture-queue.ts';
 export type { Document, LinkFn, Outcome, Paging, ScriptModule, ScriptRequest } from './script-request.ts';
-export { buildQuery, loginLink, pageLinks, pagingOf, readId, readNonNegativeInteger, requireLogin } from './script-request.ts';
+export {
+  buildQuery,
+  loginLink,
+  pageLinks,
+  pagingOf,
+  readId,
+  readNonNegativeInteger,
+  requireLogin,
+} from './script-request.ts';
 export type { FacetView, SearchResult } from './search-list.ts';
 export { searchJson, searchXml } from './search-list.ts';
 export type { SearchSettings } from './search-url.ts';
-export { checkSearchPath, conditionsFromForm, readSearchSettings, searchPath, searchPathFrom, searchPathStart, searchViews } from './search-url.ts';
+export {
+  checkSearchPath,
+  conditionsFromForm,
+  readSearchSettings,
+  searchPath,
+  searchPathFrom,
+  searchPathStart,
+  searchViews,
+} from './search-url.ts';
 export type { Werk } from './werk.ts';
-export { editWerkPage, findWerk, newWerkPage, readWerk, resolveWerk, werkJson, werkValues, werkView, werkXml } from './werk.ts';
+export {
+  editWerkPage,
+  findWerk,
+  newWerkPage,
+  readWerk,
+  resolveWerk,
+  werkJson,
+  werkValues,
+  werkView,
+  werkXml,
+} from './werk.ts';
 export { deleteWerk, insertWerk, updateWerk } from './werk-store.ts';
 export * as search from '../search/index.ts';

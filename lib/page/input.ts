@@ -27,9 +27,15 @@ export function readFields(body: Body, shape: Shape): { raw: RawFields; errors: 
   if (body.type === 'json' && (typeof body.value !== 'object' || body.value === null || Array.isArray(body.value))) {
     throw notShaped(shape, 'Send one JSON object in the shape of the representation.');
   }
-  if (body.type === 'xml' && body.root !== shape.root) throw notShaped(shape, `The root element must be <${shape.root}>, not <${body.root.slice(0, 40)}>.`);
+  if (body.type === 'xml' && body.root !== shape.root)
+    throw notShaped(shape, `The root element must be <${shape.root}>, not <${body.root.slice(0, 40)}>.`);
   for (const spec of shape.fields) {
-    const value = body.type === 'form' ? body.fields.get(spec.name) : body.type === 'json' ? jsonField(body.value as Record<string, unknown>, spec) : xmlField(body.value, spec);
+    const value =
+      body.type === 'form'
+        ? body.fields.get(spec.name)
+        : body.type === 'json'
+          ? jsonField(body.value as Record<string, unknown>, spec)
+          : xmlField(body.value, spec);
     if (typeof value === 'object' && value !== null) errors.push({ field: spec.name, message: value.problem });
     else raw[spec.name] = value;
   }
@@ -38,7 +44,9 @@ export function readFields(body: Body, shape: Shape): { raw: RawFields; errors: 
 
 /** 422: well-formed, but not the shape of the representation, so no field can be read. */
 function notShaped(shape: Shape, message: string): HttpError {
-  return new HttpError(422, `The body is not shaped like a ${shape.root}: ${message}`, { errors: [{ field: shape.root, message }] });
+  return new HttpError(422, `The body is not shaped like a ${shape.root}: ${message}`, {
+    errors: [{ field: shape.root, message }],
+  });
 }
 
 function jsonField(object: Record<string, unknown>, spec: FieldSpec): string | null | { problem: string } {
@@ -76,9 +84,13 @@ interface TextRule {
 export function checkText(value: string | null, rule: TextRule, errors: FieldError[]): string {
   const text = (value ?? '').trim();
   if (rule.required && text === '') errors.push({ field: rule.field, message: 'Required: it must not be empty.' });
-  else if ([...text].length > rule.max) errors.push({ field: rule.field, message: `At most ${rule.max} characters, not ${[...text].length}.` });
+  else if ([...text].length > rule.max)
+    errors.push({ field: rule.field, message: `At most ${rule.max} characters, not ${[...text].length}.` });
   else if (controlCharacters.test(text) || (!rule.multiline && /[\r\n\t]/.test(text))) {
-    errors.push({ field: rule.field, message: rule.multiline ? 'Must not contain control characters.' : 'Must be one line without control characters.' });
+    errors.push({
+      field: rule.field,
+      message: rule.multiline ? 'Must not contain control characters.' : 'Must be one line without control characters.',
+    });
   } else return rule.multiline ? text.replace(/\r\n?/g, '\n') : text;
   return '';
 }

@@ -24,10 +24,13 @@ export async function lend(db: Db, loan: LoanInput & { accountId: number }): Pro
     });
   } catch (err) {
     const failure = databaseErrorOf(err);
-    if (failure?.code === '23505' && failure.constraint === 'loan_werk_open') throw await onLoanAlready(db, loan.werkId);
+    if (failure?.code === '23505' && failure.constraint === 'loan_werk_open')
+      throw await onLoanAlready(db, loan.werkId);
     if (failure?.code === '23503') throw noSuchWerk(loan.werkId);
     if (failure?.code === '23514') {
-      throw new HttpError(422, 'Nothing was lent: one field is invalid.', { errors: [{ field: 'bis', message: 'The due date must not be before today.' }] });
+      throw new HttpError(422, 'Nothing was lent: one field is invalid.', {
+        errors: [{ field: 'bis', message: 'The due date must not be before today.' }],
+      });
     }
     throw err;
   }
@@ -45,7 +48,9 @@ export async function giveBack(db: Db, loan: { accountId: number; werkId: number
 }
 
 function noSuchWerk(id: number): HttpError {
-  return new HttpError(422, 'Nothing was lent: one field is invalid.', { errors: [{ field: 'werk', message: `There is no work with the id ${id}.` }] });
+  return new HttpError(422, 'Nothing was lent: one field is invalid.', {
+    errors: [{ field: 'werk', message: `There is no work with the id ${id}.` }],
+  });
 }
 
 async function onLoanAlready(db: Db, werkId: number): Promise<HttpError> {
@@ -53,6 +58,8 @@ async function onLoanAlready(db: Db, werkId: number): Promise<HttpError> {
     'SELECT a.username, w.titel FROM loan l JOIN account a ON a.id = l.account_id JOIN werk w ON w.id = l.werk_id WHERE l.werk_id = $1 AND l.returned_at IS NULL',
     [werkId],
   );
-  const message = holder ? `"${holder.titel}" is on loan to ${holder.username}; record its return first.` : 'The work is on loan; record its return first.';
+  const message = holder
+    ? `"${holder.titel}" is on loan to ${holder.username}; record its return first.`
+    : 'The work is on loan; record its return first.';
   return new HttpError(409, `Nothing was lent: ${message}`, { errors: [{ field: 'werk', message }] });
 }

@@ -35,7 +35,8 @@ const loanColumns = `json_build_object('id', a.id, 'username', a.username) AS ac
             to_char(l.since, 'YYYY-MM-DD') AS seit, to_char(l.until, 'YYYY-MM-DD') AS bis,
             to_char(l.returned_at, 'YYYY-MM-DD') AS zurueck,
             l.returned_at IS NULL AND l.until < current_date AS ueberfaellig`;
-const loanTables = 'loan l JOIN account a ON a.id = l.account_id JOIN werk w ON w.id = l.werk_id JOIN person p ON p.id = w.person_id';
+const loanTables =
+  'loan l JOIN account a ON a.id = l.account_id JOIN werk w ON w.id = l.werk_id JOIN person p ON p.id = w.person_id';
 
 /** A user's loans are read by that user and by librarians, nobody else. */
 export function mayReadLoans(requester: Identity, accountId: number): boolean {
@@ -56,7 +57,11 @@ export async function findLoan(db: Queryable, accountId: number, werkId: number)
 }
 
 /** One page of the account's open loans, the soonest due first, and how many there are. */
-export async function findOpenLoans(db: Queryable, accountId: number, page: { offset: number; limit: number }): Promise<{ loans: Loan[]; total: number }> {
+export async function findOpenLoans(
+  db: Queryable,
+  accountId: number,
+  page: { offset: number; limit: number },
+): Promise<{ loans: Loan[]; total: number }> {
   const rows = await db.query<Loan & { total: number }>(
     `SELECT ${loanColumns}, count(*) OVER ()::integer AS total
        FROM ${loanTables}
@@ -68,7 +73,10 @@ export async function findOpenLoans(db: Queryable, accountId: number, page: { of
   // A page past the end has no rows to carry the count.
   let total = rows[0]?.total ?? 0;
   if (rows.length === 0 && page.offset > 0) {
-    const [row] = await db.query<{ total: number }>('SELECT count(*)::integer AS total FROM loan WHERE account_id = $1 AND returned_at IS NULL', [accountId]);
+    const [row] = await db.query<{ total: number }>(
+      'SELECT count(*)::integer AS total FROM loan WHERE account_id = $1 AND returned_at IS NULL',
+      [accountId],
+    );
     total = row?.total ?? 0;
   }
   return { loans: rows.map(({ total: _total, ...loan }) => loan), total };
@@ -101,7 +109,10 @@ export function loanXml(loan: Loan, link: LinkFn) {
       '@_ueberfaellig': String(loan.ueberfaellig),
       benutzer: { '@_name': loan.account.username, '@_ref': link(`/entlehnte/${loan.account.id}`) },
       werk: { '@_ref': link(`/werk/${loan.werk.id}`), '#text': loan.werk.titel },
-      person: { '@_ref': link(`/person/${loan.person.slug}`), '#text': `${loan.person.vorname} ${loan.person.nachname}` },
+      person: {
+        '@_ref': link(`/person/${loan.person.slug}`),
+        '#text': `${loan.person.vorname} ${loan.person.nachname}`,
+      },
     },
   };
 }
@@ -130,9 +141,11 @@ export function readLoan(body: Body, site: string): { input: LoanInput; errors: 
   const path = werk.startsWith(`${site}/`) ? werk.slice(site.length) : werk;
   const id = /^[0-9]{1,9}$/.exec(path)?.[0] ?? /^\/werk\/([0-9]{1,9})$/.exec(path)?.[1];
   if (werk === '') errors.push({ field: 'werk', message: 'Required: the id or the URL of the work to lend.' });
-  else if (id === undefined || Number(id) < 1) errors.push({ field: 'werk', message: 'Give the work as its id (14) or its URL on this site (…/werk/14).' });
+  else if (id === undefined || Number(id) < 1)
+    errors.push({ field: 'werk', message: 'Give the work as its id (14) or its URL on this site (…/werk/14).' });
   const bis = (raw.bis ?? '').trim();
-  if (bis !== '' && !isDate(bis)) errors.push({ field: 'bis', message: 'A date as YYYY-MM-DD, for example 2026-12-24.' });
+  if (bis !== '' && !isDate(bis))
+    errors.push({ field: 'bis', message: 'A date as YYYY-MM-DD, for example 2026-12-24.' });
   return { input: { werkId: Number(id ?? 0), bis: bis === '' ? null : bis }, errors };
 }
 
@@ -178,9 +191,21 @@ export async function findWorksToLend(db: Queryable, term: string): Promise<Lend
 export function loanFields(state: Pick<FormState, 'values' | 'errors'>): FormField[] {
   return [
     fieldOf(state, {
-      name: 'werk', label: 'Work', type: 'text', maxlength: 2000, required: true, suggest: 'werk',
-      hint: 'Type part of a title or creator and pick a suggestion, or give the work\'s id or URL.',
+      name: 'werk',
+      label: 'Work',
+      type: 'text',
+      maxlength: 2000,
+      required: true,
+      suggest: 'werk',
+      hint: "Type part of a title or creator and pick a suggestion, or give the work's id or URL.",
     }),
-    fieldOf(state, { name: 'bis', label: 'Due', type: 'date', maxlength: 10, required: false, hint: 'Empty: in four weeks.' }),
+    fieldOf(state, {
+      name: 'bis',
+      label: 'Due',
+      type: 'date',
+      maxlength: 10,
+      required: false,
+      hint: 'Empty: in four weeks.',
+    }),
   ];
 }

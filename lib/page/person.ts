@@ -52,7 +52,8 @@ export function readPersonKey(query: URLSearchParams, script = 'person.php'): Pe
     throw new HttpError(400, `${script} needs the parameter slug (e.g. slug=max-muster) or pid (e.g. pid=1).`);
   }
   if (slug !== null && pid !== null) throw new HttpError(400, 'Give either slug or pid, not both.');
-  if (slug !== null && !slugPattern.test(slug)) throw new HttpError(404, `There is no person with the slug "${slug.slice(0, 60)}".`);
+  if (slug !== null && !slugPattern.test(slug))
+    throw new HttpError(404, `There is no person with the slug "${slug.slice(0, 60)}".`);
   return slug !== null ? { slug } : { id: pid as number };
 }
 
@@ -66,7 +67,11 @@ export function keyPath(key: PersonKey): string {
  * keep its method; `rest` follows the slug: /bearbeiten …), a deleted person is gone (410),
  * anything else was never here (404). The history is read only after a miss.
  */
-export async function resolvePerson(db: Queryable, key: PersonKey, options: { method: string; rest?: string }): Promise<Person> {
+export async function resolvePerson(
+  db: Queryable,
+  key: PersonKey,
+  options: { method: string; rest?: string },
+): Promise<Person> {
   const person = await findPerson(db, key);
   if (person) return person;
   if ('slug' in key) {
@@ -75,7 +80,10 @@ export async function resolvePerson(db: Queryable, key: PersonKey, options: { me
     if (current) throw new Redirect(`/person/${current}${options.rest ?? ''}`, safe ? 301 : 308);
   }
   if (await isGone(db, keyPath(key))) throw new HttpError(410, `The person at ${keyPath(key)} has been deleted.`);
-  throw new HttpError(404, `There is no person ${'slug' in key ? `with the slug "${key.slug}"` : `with the id ${key.id}`}.`);
+  throw new HttpError(
+    404,
+    `There is no person ${'slug' in key ? `with the slug "${key.slug}"` : `with the id ${key.id}`}.`,
+  );
 }
 
 export function personJson(person: Person, link: LinkFn) {
@@ -122,7 +130,12 @@ export interface PersonInput {
 // The works listed in a person's body are ignored: works change at their own URLs.
 const personShape: Shape = {
   root: 'person',
-  fields: [{ name: 'vorname' }, { name: 'nachname' }, { name: 'username' }, { name: 'image', xml: { element: 'image', attribute: 'ref' } }],
+  fields: [
+    { name: 'vorname' },
+    { name: 'nachname' },
+    { name: 'username' },
+    { name: 'image', xml: { element: 'image', attribute: 'ref' } },
+  ],
 };
 
 /**
@@ -130,7 +143,10 @@ const personShape: Shape = {
  * one message per invalid field. `site` is the absolute URL of the site root without the slash:
  * an image URL on it is stored as a path, so a representation sent back stays the same.
  */
-export function readPerson(body: Body, options: { creating: boolean; site: string }): { input: PersonInput; errors: FieldError[] } {
+export function readPerson(
+  body: Body,
+  options: { creating: boolean; site: string },
+): { input: PersonInput; errors: FieldError[] } {
   const { raw, errors } = readFields(body, personShape);
   const input: PersonInput = {
     vorname: checkText(raw.vorname ?? null, { field: 'vorname', max: 200, required: true }, errors),
@@ -146,7 +162,11 @@ function checkUsername(value: string | null, creating: boolean, errors: FieldErr
   const username = (value ?? '').trim().toLowerCase();
   if (username === '') errors.push({ field: 'username', message: 'Required: a new person needs a user name.' });
   else if (!usernamePattern.test(username)) {
-    errors.push({ field: 'username', message: 'Use 1 to 64 lower-case letters, digits, dots, hyphens or underscores, beginning with a letter or digit.' });
+    errors.push({
+      field: 'username',
+      message:
+        'Use 1 to 64 lower-case letters, digits, dots, hyphens or underscores, beginning with a letter or digit.',
+    });
   }
   return username;
 }
@@ -161,7 +181,10 @@ function checkImage(value: string | null, site: string, errors: FieldError[]): s
   if (text.startsWith(`${site}/`)) return text.slice(site.length);
   if (/^\/(?![/\\])[^\s\\]*$/.test(text)) return text;
   if (/^https?:\/\/[^\s\\]+$/i.test(text) && URL.canParse(text) && new URL(text).hostname !== '') return text;
-  errors.push({ field: 'image', message: 'Must be an http or https URL (https://example.org/bild.jpg) or a path on this site (/img/name.svg).' });
+  errors.push({
+    field: 'image',
+    message: 'Must be an http or https URL (https://example.org/bild.jpg) or a path on this site (/img/name.svg).',
+  });
   return '';
 }
 
@@ -174,7 +197,12 @@ export function personValues(person: Person): RawFields {
 export function editPersonPage(path: string, name: string, state: FormState): FormPage {
   const action = path.slice(1);
   return {
-    heading: `Edit ${name}`, action, method: 'PUT', submit: 'Save', fields: personFields(state), ...stateOf(state),
+    heading: `Edit ${name}`,
+    action,
+    method: 'PUT',
+    submit: 'Save',
+    fields: personFields(state),
+    ...stateOf(state),
     cancel: { href: action, label: 'Back to the person' },
     remove: { href: `${action}/loeschen`, label: 'Delete this person and all their works' },
   };
@@ -183,8 +211,14 @@ export function editPersonPage(path: string, name: string, state: FormState): Fo
 /** The form that creates a person (POST /personen). */
 export function newPersonPage(state: FormState): FormPage {
   return {
-    heading: 'New person', action: 'personen', method: 'POST', submit: 'Create', fields: personFields(state), ...stateOf(state),
-    cancel: { href: 'personen', label: 'Back to the persons' }, remove: null,
+    heading: 'New person',
+    action: 'personen',
+    method: 'POST',
+    submit: 'Create',
+    fields: personFields(state),
+    ...stateOf(state),
+    cancel: { href: 'personen', label: 'Back to the persons' },
+    remove: null,
   };
 }
 
@@ -192,7 +226,21 @@ function personFields(state: FormState): FormField[] {
   return [
     fieldOf(state, { name: 'vorname', label: 'First name(s)', type: 'text', maxlength: 200, required: true }),
     fieldOf(state, { name: 'nachname', label: 'Last name', type: 'text', maxlength: 200, required: true }),
-    fieldOf(state, { name: 'username', label: 'User name', type: 'text', maxlength: 64, required: true, hint: 'Lower-case letters, digits, dots, hyphens, underscores.' }),
-    fieldOf(state, { name: 'image', label: 'Picture (URL)', type: 'text', maxlength: 2000, required: false, hint: 'An http(s) URL or a path on this site; empty for the placeholder.' }),
+    fieldOf(state, {
+      name: 'username',
+      label: 'User name',
+      type: 'text',
+      maxlength: 64,
+      required: true,
+      hint: 'Lower-case letters, digits, dots, hyphens, underscores.',
+    }),
+    fieldOf(state, {
+      name: 'image',
+      label: 'Picture (URL)',
+      type: 'text',
+      maxlength: 2000,
+      required: false,
+      hint: 'An http(s) URL or a path on this site; empty for the placeholder.',
+    }),
   ];
 }

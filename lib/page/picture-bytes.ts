@@ -36,7 +36,7 @@ function pngToDecode(bytes: Buffer): Buffer | null {
   // [start, end) of each run of kept chunks: a picture's IDAT chunks are one run.
   const runs = [0, 8];
   let profile = false;
-  for (let at = 8; at < bytes.length;) {
+  for (let at = 8; at < bytes.length; ) {
     if (at + 12 > bytes.length) return null;
     const start = at;
     const name = bytes.readUInt32BE(at + 4);
@@ -82,7 +82,10 @@ function profileFits(data: Buffer): boolean {
     return true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ERR_BUFFER_TOO_LARGE') return false;
-    throw new HttpError(422, `The picture's colour profile (iCCP) unpacks to more than ${maxProfileBytes / 1024 / 1024} MiB; save the picture with a smaller one, such as sRGB, or none.`);
+    throw new HttpError(
+      422,
+      `The picture's colour profile (iCCP) unpacks to more than ${maxProfileBytes / 1024 / 1024} MiB; save the picture with a smaller one, such as sRGB, or none.`,
+    );
   }
 }
 
@@ -97,7 +100,7 @@ function profileFits(data: Buffer): boolean {
  */
 function checkJpegScans(bytes: Buffer): void {
   let scans = 0;
-  for (let at = 2; at + 3 < bytes.length;) {
+  for (let at = 2; at + 3 < bytes.length; ) {
     if (bytes[at] !== 0xff) {
       at = bytes.indexOf(0xff, at + 1);
       if (at < 0) return;
@@ -110,7 +113,10 @@ function checkJpegScans(bytes: Buffer): void {
     else if (code === 0xd9) return;
     else {
       if (code === 0xda && ++scans > maxJpegScans) {
-        throw new HttpError(422, `The JPEG has more than ${maxJpegScans} scans; save it again as an ordinary (baseline or progressive) JPEG.`);
+        throw new HttpError(
+          422,
+          `The JPEG has more than ${maxJpegScans} scans; save it again as an ordinary (baseline or progressive) JPEG.`,
+        );
       }
       at += 2 + bytes.readUInt16BE(at + 2);
     }

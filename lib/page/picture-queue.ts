@@ -17,7 +17,11 @@ export class PictureQueue {
     } else if (this.waiting.length < this.limits.waiting) {
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     } else {
-      throw new HttpError(503, 'Too many pictures are being converted at the moment; send yours again in a few seconds.', { headers: { 'retry-after': '5' } });
+      throw new HttpError(
+        503,
+        'Too many pictures are being converted at the moment; send yours again in a few seconds.',
+        { headers: { 'retry-after': '5' } },
+      );
     }
     try {
       return await work();

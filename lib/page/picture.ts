@@ -42,15 +42,18 @@ let loading: Promise<Sharp> | null = null;
  * thread of libvips, on every platform, so that it takes at most one core from the requests.
  */
 function loadSharp(): Promise<Sharp> {
-  loading ??= import('sharp').then(({ default: sharp }) => {
-    sharp.cache(false);
-    sharp.concurrency(1);
-    return sharp;
-  }, (err: unknown) => {
-    // Tried again with the next upload (a package being reinstalled, say), not refused until a restart.
-    loading = null;
-    throw err;
-  });
+  loading ??= import('sharp').then(
+    ({ default: sharp }) => {
+      sharp.cache(false);
+      sharp.concurrency(1);
+      return sharp;
+    },
+    (err: unknown) => {
+      // Tried again with the next upload (a package being reinstalled, say), not refused until a restart.
+      loading = null;
+      throw err;
+    },
+  );
   return loading;
 }
 
@@ -69,7 +72,10 @@ const notAPicture = 'The file is not a JPEG, PNG or WebP picture; choose one of 
 /** Stores the uploaded picture in every width; returns the site path of the large one, for the person's image. */
 export async function storePicture(upload: Upload, options: PictureOptions): Promise<string> {
   const file = upload.file;
-  if (!file || file.bytes === 0) throw new HttpError(422, 'No picture came with the request: choose a JPEG, PNG or WebP file.', { errors: [{ field: 'bild', message: 'Choose a file.' }] });
+  if (!file || file.bytes === 0)
+    throw new HttpError(422, 'No picture came with the request: choose a JPEG, PNG or WebP file.', {
+      errors: [{ field: 'bild', message: 'Choose a file.' }],
+    });
   const format = formatOf(await readHead(file.path));
   if (!format) throw new HttpError(415, notAPicture);
   const sharp = await loadSharp();
@@ -79,15 +85,21 @@ export async function storePicture(upload: Upload, options: PictureOptions): Pro
 async function convert(sharp: Sharp, file: UploadedFile, format: Format, options: PictureOptions): Promise<string> {
   // Read whole (PICTURE_MAX_BYTES at most, by the few conversions that run at once), walked, and decoded from memory.
   const bytes = bytesToDecode(format, await readFile(file.path));
-  const unreadable = () => new HttpError(415, `${notAPicture} It starts like a ${format.toUpperCase()} but cannot be read as one.`);
+  const unreadable = () =>
+    new HttpError(415, `${notAPicture} It starts like a ${format.toUpperCase()} but cannot be read as one.`);
   if (!bytes) throw unreadable();
   const input = () => sharp(bytes, { limitInputPixels: options.maxPixels, failOn: 'error' });
   // The header alone, which says the size without decoding a pixel; the decoding below keeps the limit too.
-  const meta = await sharp(bytes, { limitInputPixels: false }).metadata().catch(() => null);
+  const meta = await sharp(bytes, { limitInputPixels: false })
+    .metadata()
+    .catch(() => null);
   if (!meta || meta.format !== format || !meta.width || !meta.height) throw unreadable();
   const pixels = meta.width * meta.height;
   if (pixels > options.maxPixels) {
-    throw new HttpError(422, `The picture has ${meta.width} × ${meta.height} pixels, more than the ${(options.maxPixels / 1e6).toFixed(0)} million accepted; scale it down first.`);
+    throw new HttpError(
+      422,
+      `The picture has ${meta.width} × ${meta.height} pixels, more than the ${(options.maxPixels / 1e6).toFixed(0)} million accepted; scale it down first.`,
+    );
   }
   const name = file.sha256.slice(0, 32);
   const made: string[] = [];
@@ -98,7 +110,13 @@ async function convert(sharp: Sharp, file: UploadedFile, format: Format, options
     for (const width of pictureWidths) {
       const target = path.join(options.dir, `${name}-${width}.webp`);
       // The same bytes were uploaded before (by anyone): the files are there already.
-      if (await stat(target).then(() => true, () => false)) continue;
+      if (
+        await stat(target).then(
+          () => true,
+          () => false,
+        )
+      )
+        continue;
       await input().autoOrient().resize(width, width, { fit: 'cover' }).webp({ quality: 80 }).toFile(temporary(width));
       await rename(temporary(width), target);
       made.push(target);

@@ -21,7 +21,11 @@ export interface HitView {
   marked: { titel: Piece[]; person: Piece[] } | null;
 }
 
-export interface FacetView { value: string; count: number; path: string }
+export interface FacetView {
+  value: string;
+  count: number;
+  path: string;
+}
 
 export interface SearchResult {
   conditions: Condition[];
@@ -67,7 +71,11 @@ const plain = (pieces: Piece[] | null) => (pieces ? pieces.map((p) => p.text).jo
 
 function facetsJson(result: SearchResult, link: LinkFn) {
   const values = (list: FacetView[]) => list.map((f) => ({ value: f.value, count: f.count, url: link(f.path) }));
-  return { rtype: values(result.facets.rtype), creator: values(result.facets.creator), decade: values(result.facets.decade) };
+  return {
+    rtype: values(result.facets.rtype),
+    creator: values(result.facets.creator),
+    decade: values(result.facets.decade),
+  };
 }
 
 export function searchJson(result: SearchResult, link: LinkFn) {
@@ -91,13 +99,22 @@ export function searchJson(result: SearchResult, link: LinkFn) {
       titel: h.titel,
       url: hitUrl(h, link),
       rank: h.rank,
-      ...(h.typ === 'werk' ? { person: { name: h.person, url: link(`/person/${h.slug}`) }, art: h.art, jahr: h.jahr, excerpt: plain(h.excerpt) } : {}),
+      ...(h.typ === 'werk'
+        ? {
+            person: { name: h.person, url: link(`/person/${h.slug}`) },
+            art: h.art,
+            jahr: h.jahr,
+            excerpt: plain(h.excerpt),
+          }
+        : {}),
     })),
     facets: facetsJson(result, link),
-    suggestion: result.suggestion ? {
-      query: result.suggestion.conditions.map((_, i, all) => queryText(all, i)),
-      url: link(result.suggestion.path),
-    } : null,
+    suggestion: result.suggestion
+      ? {
+          query: result.suggestion.conditions.map((_, i, all) => queryText(all, i)),
+          url: link(result.suggestion.path),
+        }
+      : null,
   };
 }
 
@@ -126,8 +143,12 @@ export function searchXml(result: SearchResult, link: LinkFn) {
       '@_offset': result.offset,
       '@_limit': result.size,
       query: result.conditions.map(queryXml),
-      ...(result.filters.length ? { facet: result.filters.map((f) => ({ '@_name': f.name, '@_mode': f.mode, '#text': f.value })) } : {}),
-      ...(result.replaced.length ? { replaced: result.replaced.map((r) => ({ '@_name': r.name, '@_used': r.used, '#text': r.requested })) } : {}),
+      ...(result.filters.length
+        ? { facet: result.filters.map((f) => ({ '@_name': f.name, '@_mode': f.mode, '#text': f.value })) }
+        : {}),
+      ...(result.replaced.length
+        ? { replaced: result.replaced.map((r) => ({ '@_name': r.name, '@_used': r.used, '#text': r.requested })) }
+        : {}),
       ...(previous ? { previous: { '@_ref': previous } } : {}),
       ...(next ? { next: { '@_ref': next } } : {}),
       treffer: result.hits.map((h) => ({
@@ -139,7 +160,9 @@ export function searchXml(result: SearchResult, link: LinkFn) {
         ...(h.excerpt ? { excerpt: plain(h.excerpt) } : {}),
       })),
       facets: { facet: facetNames.map(facet) },
-      ...(result.suggestion ? { suggestion: { '@_ref': link(result.suggestion.path), query: result.suggestion.conditions.map(queryXml) } } : {}),
+      ...(result.suggestion
+        ? { suggestion: { '@_ref': link(result.suggestion.path), query: result.suggestion.conditions.map(queryXml) } }
+        : {}),
     },
   };
 }

@@ -31,7 +31,14 @@ const maxSearchPath = 1536;
 /** Parameters of another Primo installation this site does not have, and what it used instead. */
 export type Replaced = { name: string; requested: string; used: string }[];
 
-export interface SearchSettings { tab: string; scope: string; vid: string; sort: Sort; filters: FacetFilter[]; lang: string | null }
+export interface SearchSettings {
+  tab: string;
+  scope: string;
+  vid: string;
+  sort: Sort;
+  filters: FacetFilter[];
+  lang: string | null;
+}
 
 export function readSearchSettings(req: ScriptRequest, replaced: Replaced): SearchSettings {
   const { query } = req;
@@ -51,9 +58,16 @@ export function readSearchSettings(req: ScriptRequest, replaced: Replaced): Sear
  * A view, tab or scope: ours, one SEARCH_VIEW_ALIASES maps to ours, or another Primo
  * installation's (01XYZ_INST:MAIN), answered with our default and said so on the page.
  */
-function readView(req: ScriptRequest, name: string, allowed: readonly string[], fallback: string, replaced: Replaced): string {
+function readView(
+  req: ScriptRequest,
+  name: string,
+  allowed: readonly string[],
+  fallback: string,
+  replaced: Replaced,
+): string {
   const values = req.query.getAll(name);
-  if (values.length > 1) throw new HttpError(400, `Parameter ${name} may be given once; allowed values: ${allowed.join(', ')}.`);
+  if (values.length > 1)
+    throw new HttpError(400, `Parameter ${name} may be given once; allowed values: ${allowed.join(', ')}.`);
   const value = values[0];
   if (value === undefined || value === '') return fallback;
   if (allowed.includes(value)) return value;
@@ -82,15 +96,27 @@ function readFacets(query: URLSearchParams): FacetFilter[] {
 function parseFacet(raw: string): FacetFilter {
   const [name = '', mode = '', ...rest] = raw.split(',');
   const value = rest.join(',').trim();
-  if (!(facetNames as readonly string[]).includes(name) || (mode !== 'include' && mode !== 'exclude') || value === '' || controlCharacters.test(value)) {
-    throw new HttpError(400, `Parameter facet must read <name>,include,<value> or <name>,exclude,<value>, e.g. rtype,include,Roman; names: ${facetNames.join(', ')}.`);
+  if (
+    !(facetNames as readonly string[]).includes(name) ||
+    (mode !== 'include' && mode !== 'exclude') ||
+    value === '' ||
+    controlCharacters.test(value)
+  ) {
+    throw new HttpError(
+      400,
+      `Parameter facet must read <name>,include,<value> or <name>,exclude,<value>, e.g. rtype,include,Roman; names: ${facetNames.join(', ')}.`,
+    );
   }
   if (name === 'decade' && !/^(0|-?[1-9][0-9]{0,3}0)$/.test(value)) {
-    throw new HttpError(400, `A decade facet's value is the decade's first year, e.g. decade,include,1990, not "${clip(value)}".`);
+    throw new HttpError(
+      400,
+      `A decade facet's value is the decade's first year, e.g. decade,include,1990, not "${clip(value)}".`,
+    );
   }
   const length = [...value].length;
   const max = maxFacetValue[name as FacetName];
-  if (length > max) throw new HttpError(400, `Parameter facet: a value of ${name} is at most ${max} characters, not ${length}.`);
+  if (length > max)
+    throw new HttpError(400, `Parameter facet: a value of ${name} is at most ${max} characters, not ${length}.`);
   return { name: name as FacetName, mode, value };
 }
 
@@ -108,7 +134,7 @@ export function conditionsFromForm(query: URLSearchParams): Condition[] {
 
 /** The operator joining a condition with the next one; none on the last, where it joins nothing. */
 export function joining(conditions: readonly Condition[], i: number): Operator | null {
-  return i < conditions.length - 1 ? conditions[i]?.operator ?? null : null;
+  return i < conditions.length - 1 ? (conditions[i]?.operator ?? null) : null;
 }
 
 /** A condition as its query parameter writes it: field,match,term[,operator]. */
@@ -116,7 +142,7 @@ export function queryText(conditions: readonly Condition[], i: number): string {
   const c = conditions[i] as Condition;
   // A term that itself ends in ,AND (the form's "haus,AND") would read as its operator: the
   // operator is written after it then, even where it joins nothing.
-  const operator = joining(conditions, i) ?? (/,(AND|OR|NOT)$/.test(c.term) ? c.operator ?? 'AND' : null);
+  const operator = joining(conditions, i) ?? (/,(AND|OR|NOT)$/.test(c.term) ? (c.operator ?? 'AND') : null);
   return `${c.field},${c.match},${c.term}${operator ? `,${operator}` : ''}`;
 }
 
@@ -129,7 +155,10 @@ export function searchPath(conditions: readonly Condition[], settings: PathSetti
 /** A search's path, read from the request: 400 when its links would be longer than maxSearchPath. */
 export function checkSearchPath(path: string): string {
   if (path.length > maxSearchPath) {
-    throw new HttpError(400, `The parameters query and facet make this search ${path.length} characters long as its links write it, more than ${maxSearchPath}; use fewer or shorter terms and facet values.`);
+    throw new HttpError(
+      400,
+      `The parameters query and facet make this search ${path.length} characters long as its links write it, more than ${maxSearchPath}; use fewer or shorter terms and facet values.`,
+    );
   }
   return path;
 }

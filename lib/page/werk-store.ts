@@ -16,7 +16,10 @@ interface WerkChange {
 /** Adds a work to a person; returns it as stored. */
 export async function insertWerk(db: Db, change: WerkChange & { personId: number; input: WerkInput }): Promise<Werk> {
   return db.transaction(async (tx) => {
-    const [person] = await tx.query<{ name: string }>(`SELECT vorname || ' ' || nachname AS name FROM person WHERE id = $1 FOR SHARE`, [change.personId]);
+    const [person] = await tx.query<{ name: string }>(
+      `SELECT vorname || ' ' || nachname AS name FROM person WHERE id = $1 FOR SHARE`,
+      [change.personId],
+    );
     if (!person) throw new HttpError(404, 'The person was deleted a moment ago.');
     if (!(await mayChangePerson(tx, change.requester, change.personId))) throw notYours(`the works of ${person.name}`);
     const { titel, jahr, art, beschreibung } = change.input;
@@ -50,15 +53,21 @@ export async function deleteWerk(db: Db, change: WerkChange & { id: number }): P
       [change.id],
     );
     // Who borrowed it is the borrower's and the librarians' business, not the owner's.
-    if (loan && change.requester.role === 'librarian') throw new HttpError(409, `The work was not deleted: it is on loan to ${loan.username}; record its return first.`);
-    if (loan) throw new HttpError(409, 'The work was not deleted: it is on loan; a librarian records the return first.');
+    if (loan && change.requester.role === 'librarian')
+      throw new HttpError(409, `The work was not deleted: it is on loan to ${loan.username}; record its return first.`);
+    if (loan)
+      throw new HttpError(409, 'The work was not deleted: it is on loan; a librarian records the return first.');
     await buryWerk(tx, change.id);
     await tx.query('DELETE FROM werk WHERE id = $1', [change.id]);
     return werk.slug;
   });
 }
 
-async function lockOwnWerk(tx: Queryable, id: number, change: WerkChange): Promise<{ personId: number; slug: string; titel: string }> {
+async function lockOwnWerk(
+  tx: Queryable,
+  id: number,
+  change: WerkChange,
+): Promise<{ personId: number; slug: string; titel: string }> {
   const [werk] = await tx.query<{ personId: number; slug: string; titel: string }>(
     'SELECT w.person_id AS "personId", p.slug, w.titel FROM werk w JOIN person p ON p.id = w.person_id WHERE w.id = $1 FOR UPDATE OF w',
     [id],

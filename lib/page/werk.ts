@@ -59,7 +59,11 @@ export function werkXml(werk: Werk, link: LinkFn) {
       jahr: werk.jahr ?? '',
       art: werk.art,
       beschreibung: werk.beschreibung,
-      person: { '@_ref': link(`/person/${werk.person.slug}`), vorname: werk.person.vorname, nachname: werk.person.nachname },
+      person: {
+        '@_ref': link(`/person/${werk.person.slug}`),
+        vorname: werk.person.vorname,
+        nachname: werk.person.nachname,
+      },
       personen: { '@_ref': link('/personen') },
     },
   };
@@ -88,7 +92,11 @@ export function readWerk(body: Body): { input: WerkInput; errors: FieldError[] }
     titel: checkText(raw.titel ?? null, { field: 'titel', max: 300, required: true }, errors),
     jahr: checkYear(raw.jahr ?? null, errors),
     art: checkText(raw.art ?? null, { field: 'art', max: 100, required: false }, errors),
-    beschreibung: checkText(raw.beschreibung ?? null, { field: 'beschreibung', max: 10000, required: false, multiline: true }, errors),
+    beschreibung: checkText(
+      raw.beschreibung ?? null,
+      { field: 'beschreibung', max: 10000, required: false, multiline: true },
+      errors,
+    ),
   };
   return { input, errors };
 }
@@ -103,15 +111,25 @@ function checkYear(value: string | null, errors: FieldError[]): number | null {
 
 /** The stored work as form values. */
 export function werkValues(werk: Werk): RawFields {
-  return { titel: werk.titel, jahr: werk.jahr === null ? '' : String(werk.jahr), art: werk.art, beschreibung: werk.beschreibung };
+  return {
+    titel: werk.titel,
+    jahr: werk.jahr === null ? '' : String(werk.jahr),
+    art: werk.art,
+    beschreibung: werk.beschreibung,
+  };
 }
 
 /** The form that adds a work to the person at personPath (/person/max-muster). */
 export function newWerkPage(personPath: string, personName: string, state: FormState): FormPage {
   return {
-    heading: `Add a work by ${personName}`, action: `${personPath.slice(1)}/werke`, method: 'POST', submit: 'Add the work',
-    fields: werkFields(state), ...stateOf(state),
-    cancel: { href: personPath.slice(1), label: `Back to ${personName}` }, remove: null,
+    heading: `Add a work by ${personName}`,
+    action: `${personPath.slice(1)}/werke`,
+    method: 'POST',
+    submit: 'Add the work',
+    fields: werkFields(state),
+    ...stateOf(state),
+    cancel: { href: personPath.slice(1), label: `Back to ${personName}` },
+    remove: null,
   };
 }
 
@@ -119,7 +137,12 @@ export function newWerkPage(personPath: string, personName: string, state: FormS
 export function editWerkPage(id: number, titel: string, state: FormState): FormPage {
   const action = `werk/${id}`;
   return {
-    heading: `Edit "${titel}"`, action, method: 'PUT', submit: 'Save', fields: werkFields(state), ...stateOf(state),
+    heading: `Edit "${titel}"`,
+    action,
+    method: 'PUT',
+    submit: 'Save',
+    fields: werkFields(state),
+    ...stateOf(state),
     cancel: { href: action, label: 'Back to the work' },
     remove: { href: `${action}/loeschen`, label: 'Delete this work' },
   };

@@ -29,7 +29,13 @@ const descriptionLength = 160;
  * ellipsis. Only its start is looked at: a work's description may be 10,000 characters.
  */
 export function summaryOf(description: string): string {
-  return clip(description.slice(0, 4 * descriptionLength).replace(/\s+/g, ' ').trim(), descriptionLength);
+  return clip(
+    description
+      .slice(0, 4 * descriptionLength)
+      .replace(/\s+/g, ' ')
+      .trim(),
+    descriptionLength,
+  );
 }
 
 const xmlDeclaration = '<?xml version="1.0" encoding="UTF-8"?>\n';
@@ -66,7 +72,8 @@ export function renderDocument(options: RenderOptions): string {
     case 'html':
       return options.templates.render(view.template, { page: options.page, data: doc.data });
     case 'xml':
-      if (!view.toXml) throw new Error(`The document of ${options.scriptName} has no XML representation; give its view a toXml.`);
+      if (!view.toXml)
+        throw new Error(`The document of ${options.scriptName} has no XML representation; give its view a toXml.`);
       return buildXml((view.toXml as (d: unknown, l: LinkFn) => Record<string, unknown>)(doc.data, link));
     case 'json':
       return buildJson(view.toJson ? (view.toJson as (d: unknown, l: LinkFn) => unknown)(doc.data, link) : doc.data);

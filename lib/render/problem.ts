@@ -13,7 +13,10 @@ import type { Templates } from './templates.ts';
 export function problemOf(err: unknown): HttpError | null {
   if (err instanceof HttpError) return err;
   if (err instanceof DbUnavailableError) {
-    return new HttpError(503, 'The database is not available at the moment; please try again shortly.', { headers: { 'retry-after': '5' }, cause: err });
+    return new HttpError(503, 'The database is not available at the moment; please try again shortly.', {
+      headers: { 'retry-after': '5' },
+      cause: err,
+    });
   }
   if (err instanceof DbInputError) return new HttpError(400, err.message, { cause: err });
   return null;
@@ -28,7 +31,11 @@ interface ProblemPage {
 }
 
 /** The status, headers and body of an error answer. */
-export function renderProblem(err: HttpError, format: Format, page: ProblemPage): { headers: Record<string, string>; body: string } {
+export function renderProblem(
+  err: HttpError,
+  format: Format,
+  page: ProblemPage,
+): { headers: Record<string, string>; body: string } {
   const headers: Record<string, string> = { 'cache-control': 'no-store', ...err.options.headers };
   if (err.options.allow) headers.allow = err.options.allow.join(', ');
   const title = http.STATUS_CODES[err.status] ?? 'Error';
@@ -36,23 +43,45 @@ export function renderProblem(err: HttpError, format: Format, page: ProblemPage)
   const errors = err.options.errors ?? [];
   if (format === 'json') {
     headers['content-type'] = 'application/problem+json; charset=utf-8';
-    const body = buildJson({ ...problem, ...(err.options.alternates ? { alternates: err.options.alternates } : {}), ...(errors.length > 0 ? { errors } : {}) });
+    const body = buildJson({
+      ...problem,
+      ...(err.options.alternates ? { alternates: err.options.alternates } : {}),
+      ...(errors.length > 0 ? { errors } : {}),
+    });
     return { headers, body };
   }
   if (format === 'xml') {
     headers['content-type'] = 'application/problem+xml; charset=utf-8';
     const alternates = err.options.alternates?.map((a) => ({ '@_ref': a.href, '@_type': a.type }));
     const fields = errors.map((e) => ({ '@_field': e.field, '#text': e.message }));
-    const body = buildXml({ problem: {
-      '@_xmlns': 'urn:ietf:rfc:7807', ...problem,
-      ...(alternates ? { alternates: { alternate: alternates } } : {}), ...(fields.length > 0 ? { errors: { error: fields } } : {}),
-    } });
+    const body = buildXml({
+      problem: {
+        '@_xmlns': 'urn:ietf:rfc:7807',
+        ...problem,
+        ...(alternates ? { alternates: { alternate: alternates } } : {}),
+        ...(fields.length > 0 ? { errors: { error: fields } } : {}),
+      },
+    });
     return { headers, body };
   }
   headers['content-type'] = mediaTypes.html;
   const body = page.templates.render('error', {
-    page: { title: `${err.status} ${title}`, description: null, base: page.base, canonical: null, alternates: [], stylesheet: 'css/site.css', warnings: [], user: page.user },
-    data: { ...problem, alternates: err.options.alternates ?? [], errors, login: err.options.login ? loginLink(err.options.login) : null },
+    page: {
+      title: `${err.status} ${title}`,
+      description: null,
+      base: page.base,
+      canonical: null,
+      alternates: [],
+      stylesheet: 'css/site.css',
+      warnings: [],
+      user: page.user,
+    },
+    data: {
+      ...problem,
+      alternates: err.options.alternates ?? [],
+      errors,
+      login: err.options.login ? loginLink(err.options.login) : null,
+    },
   });
   return { headers, body };
 }

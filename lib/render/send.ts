@@ -4,8 +4,20 @@
 // client accepts it, and 304 for a matching If-None-Match.
 import type { Alternate, Encoding, Exchange, Format, LinkRelation, Target } from '../http/index.ts';
 import {
-  chooseEncoding, compressBody, encodedEtag, linkHeader, locate, locationHeader, matchesEtag, mediaTypes, minCompressBytes, NoContent, notModifiedHeaders,
-  Redirect, sendBody, sendEmpty,
+  chooseEncoding,
+  compressBody,
+  encodedEtag,
+  linkHeader,
+  locate,
+  locationHeader,
+  matchesEtag,
+  mediaTypes,
+  minCompressBytes,
+  NoContent,
+  notModifiedHeaders,
+  Redirect,
+  sendBody,
+  sendEmpty,
 } from '../http/index.ts';
 import type { Document } from '../page/index.ts';
 
@@ -46,7 +58,10 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
   if (produced instanceof Redirect) {
     // A permanent move (an old slug) keeps the suffix: /person/old.json leads to /person/new.json.
     const kept = produced.status === 301 || produced.status === 308 ? target.suffix : null;
-    return sendEmpty(ex, produced.status, { location: locationHeader(locate(target, produced.location, kept)), 'cache-control': 'no-store' });
+    return sendEmpty(ex, produced.status, {
+      location: locationHeader(locate(target, produced.location, kept)),
+      'cache-control': 'no-store',
+    });
   }
   if (produced instanceof NoContent) return sendEmpty(ex, 204, { 'cache-control': 'no-store' });
   const { doc } = produced;
@@ -61,10 +76,17 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
   };
   if (doc) {
     // The canonical URL first, then the alternates, then the pages, as many as fit (all but on a long search).
-    const link = linkHeader([{ href: target.link(doc.path), rel: 'canonical' }, ...produced.alternates.map((a) => ({ href: a.href, rel: 'alternate', type: a.type })), ...pageRelations(doc, target)]);
+    const link = linkHeader([
+      { href: target.link(doc.path), rel: 'canonical' },
+      ...produced.alternates.map((a) => ({ href: a.href, rel: 'alternate', type: a.type })),
+      ...pageRelations(doc, target),
+    ]);
     if (link) headers.link = link;
   }
-  const vary = [...(doc && target.suffix === null && !answer.type ? ['Accept'] : []), ...(compressible ? ['Accept-Encoding'] : [])];
+  const vary = [
+    ...(doc && target.suffix === null && !answer.type ? ['Accept'] : []),
+    ...(compressible ? ['Accept-Encoding'] : []),
+  ];
   if (vary.length > 0) headers.vary = varyWith(vary, ex.res.getHeader('vary'));
   if (encoding) headers['content-encoding'] = encoding;
   if (doc?.location) headers.location = locationHeader(target.link(doc.location));
@@ -72,13 +94,18 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
   if (answer.personal) {
     headers['cache-control'] = privateCacheControl;
     delete headers.etag;
-  } else if ((method === 'GET' || method === 'HEAD') && matchesEtag(ex.req.headers['if-none-match'], headers.etag as string)) {
+  } else if (
+    (method === 'GET' || method === 'HEAD') &&
+    matchesEtag(ex.req.headers['if-none-match'], headers.etag as string)
+  ) {
     // Known by its ETag: nothing is compressed for a 304.
     return sendEmpty(ex, 304, notModifiedHeaders(headers));
   }
   const status = doc?.status ?? 200;
   if (!encoding) return sendBody(ex, status, headers, produced.body);
-  const body = produced.compressed ? produced.compressed(encoding) : compressedFor(produced, encoding, !answer.personal && !doc?.private);
+  const body = produced.compressed
+    ? produced.compressed(encoding)
+    : compressedFor(produced, encoding, !answer.personal && !doc?.private);
   if (body instanceof Promise) return body.then((bytes) => sendBody(ex, status, headers, bytes));
   sendBody(ex, status, headers, body);
 }
@@ -90,8 +117,15 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
 function pageRelations(doc: Document, target: Target): LinkRelation[] {
   const pages = doc.pages;
   if (!pages) return [];
-  const relations: [string, string | null][] = [['next', pages.next], ['prev', pages.previous], ['first', pages.first], ['last', pages.last]];
-  return relations.filter(([, path]) => path !== null).map(([rel, path]) => ({ href: locate(target, path as string, target.suffix), rel }));
+  const relations: [string, string | null][] = [
+    ['next', pages.next],
+    ['prev', pages.previous],
+    ['first', pages.first],
+    ['last', pages.last],
+  ];
+  return relations
+    .filter(([, path]) => path !== null)
+    .map(([rel, path]) => ({ href: locate(target, path as string, target.suffix), rel }));
 }
 
 /** Accept and Accept-Encoding first, then what the rewrite conditions read. */

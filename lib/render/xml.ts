@@ -9,7 +9,8 @@ const textKey = '#text';
 
 // Characters XML 1.0 forbids even when escaped: a stored control character or a lone surrogate
 // becomes U+FFFD, so it cannot make the document ill-formed.
-const xmlForbidden = /[\x00-\x08\x0B\x0C\x0E-\x1F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const xmlForbidden =
+  /[\x00-\x08\x0B\x0C\x0E-\x1F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 // Anything escapeXml may have to change; surrogates in pairs match too and come out unchanged.
 const xmlUnsafe = /[&<>"'\x00-\x08\x0B\x0C\x0E-\x1F\uD800-\uDFFF\uFFFE\uFFFF]/;
 const xmlSpecial = /[&<>"']/g;
@@ -44,7 +45,8 @@ function writeElement(name: string, value: unknown, level: number): string {
   if (Array.isArray(value)) {
     let out = '';
     for (const item of value) {
-      if (Array.isArray(item)) throw new Error(`<${name}>: a list inside a list has no XML form; give the inner list an element of its own.`);
+      if (Array.isArray(item))
+        throw new Error(`<${name}>: a list inside a list has no XML form; give the inner list an element of its own.`);
       out += writeElement(name, item, level);
     }
     return out;
@@ -62,7 +64,8 @@ function writeElement(name: string, value: unknown, level: number): string {
     const child = (value as Record<string, unknown>)[key];
     if (key.startsWith(attributePrefix)) {
       // An attribute without a value is left out.
-      if (child !== undefined && child !== null) attributes += ` ${key.slice(attributePrefix.length)}="${textOf(child)}"`;
+      if (child !== undefined && child !== null)
+        attributes += ` ${key.slice(attributePrefix.length)}="${textOf(child)}"`;
     } else if (key === textKey) {
       if (child !== undefined && child !== null) content += textOf(child);
     } else {

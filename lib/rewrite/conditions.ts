@@ -4,7 +4,11 @@
 import type { Expansion, Piece } from './expand.ts';
 import { ExpandError, expandPieces, parsePieces } from './expand.ts';
 
-export interface RewriteConditionSource { test: string; pattern: string; flags?: string[] }
+export interface RewriteConditionSource {
+  test: string;
+  pattern: string;
+  flags?: string[];
+}
 type Comparison = 'regex' | 'equal' | 'less' | 'greater' | 'lessOrEqual' | 'greaterOrEqual' | 'file' | 'directory';
 export interface CompiledCondition {
   source: RewriteConditionSource;
@@ -30,8 +34,21 @@ export interface ConditionScope {
 }
 
 const CONDITION_KEYS = new Set(['test', 'pattern', 'flags']);
-const CONDITION_FLAGS = new Map([['nc', 'nocase'], ['nocase', 'nocase'], ['or', 'or'], ['ornext', 'or'], ['nv', 'novary'], ['novary', 'novary']] as const);
-const OPERATORS: [string, Comparison][] = [['<=', 'lessOrEqual'], ['>=', 'greaterOrEqual'], ['<', 'less'], ['>', 'greater'], ['=', 'equal']];
+const CONDITION_FLAGS = new Map([
+  ['nc', 'nocase'],
+  ['nocase', 'nocase'],
+  ['or', 'or'],
+  ['ornext', 'or'],
+  ['nv', 'novary'],
+  ['novary', 'novary'],
+] as const);
+const OPERATORS: [string, Comparison][] = [
+  ['<=', 'lessOrEqual'],
+  ['>=', 'greaterOrEqual'],
+  ['<', 'less'],
+  ['>', 'greater'],
+  ['=', 'equal'],
+];
 
 /** Compiles one condition; a message without position, for the caller to place. */
 export function compileCondition(raw: unknown): CompiledCondition {
@@ -50,25 +67,42 @@ export function compileCondition(raw: unknown): CompiledCondition {
     try {
       regex = new RegExp(operand, flags.nocase ? 'i' : '');
     } catch (error) {
-      throw new ExpandError(`the condition pattern ${JSON.stringify(source.pattern)} does not compile (${(error as Error).message}); fix the regular expression.`);
+      throw new ExpandError(
+        `the condition pattern ${JSON.stringify(source.pattern)} does not compile (${(error as Error).message}); fix the regular expression.`,
+      );
     }
   }
   // NC means nothing to -f and -d; Apache ignores it there with a warning.
   const nocase = flags.nocase && comparison !== 'file' && comparison !== 'directory';
-  return { source, test: parsePieces(source.test), comparison, negate, regex, operand, nocase, or: flags.or, novary: flags.novary };
+  return {
+    source,
+    test: parsePieces(source.test),
+    comparison,
+    negate,
+    regex,
+    operand,
+    nocase,
+    or: flags.or,
+    novary: flags.novary,
+  };
 }
 
 function checkConditionShape(raw: unknown): RewriteConditionSource {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new ExpandError('each condition must be an object such as {"test": "%{HTTP_HOST}", "pattern": "^www\\\\.", "flags": ["NC"]}.');
+    throw new ExpandError(
+      'each condition must be an object such as {"test": "%{HTTP_HOST}", "pattern": "^www\\\\.", "flags": ["NC"]}.',
+    );
   }
   const record = raw as Record<string, unknown>;
   for (const key of Object.keys(record)) {
-    if (!CONDITION_KEYS.has(key)) throw new ExpandError(`unknown condition key ${JSON.stringify(key)}; the keys are test, pattern and flags.`);
+    if (!CONDITION_KEYS.has(key))
+      throw new ExpandError(`unknown condition key ${JSON.stringify(key)}; the keys are test, pattern and flags.`);
   }
   const { test, pattern, flags } = record;
-  if (typeof test !== 'string' || test === '') throw new ExpandError('a condition needs "test", the string to test, such as "%{REQUEST_FILENAME}".');
-  if (typeof pattern !== 'string' || pattern === '') throw new ExpandError('a condition needs "pattern", such as "!-f" or "^www\\\\.".');
+  if (typeof test !== 'string' || test === '')
+    throw new ExpandError('a condition needs "test", the string to test, such as "%{REQUEST_FILENAME}".');
+  if (typeof pattern !== 'string' || pattern === '')
+    throw new ExpandError('a condition needs "pattern", such as "!-f" or "^www\\\\.".');
   if (flags !== undefined && !(Array.isArray(flags) && flags.every((flag) => typeof flag === 'string'))) {
     throw new ExpandError('condition "flags" must be an array of strings such as ["NC", "OR"].');
   }
@@ -80,7 +114,9 @@ function readComparison(body: string): [Comparison, string] {
   if (body === '-d') return ['directory', ''];
   // Apache reads any other "-x" as a file test and "-eqN", "-ltN"... as integer comparisons.
   if (/^-.$/.test(body) || /^-(?:eq|ne|lt|le|gt|ge)./.test(body)) {
-    throw new ExpandError(`the condition test ${JSON.stringify(body)} is not supported; use a regular expression, =, <, >, <=, >=, -f or -d.`);
+    throw new ExpandError(
+      `the condition test ${JSON.stringify(body)} is not supported; use a regular expression, =, <, >, <=, >=, -f or -d.`,
+    );
   }
   if (body.length > 1) {
     for (const [operator, comparison] of OPERATORS) {
@@ -116,8 +152,12 @@ function testCondition(condition: CompiledCondition, scope: ConditionScope): boo
   const input = expandPieces(condition.test, scope.expansion);
   let holds: boolean;
   switch (condition.comparison) {
-    case 'file': holds = scope.fileExists(input); break;
-    case 'directory': holds = scope.dirExists(input); break;
+    case 'file':
+      holds = scope.fileExists(input);
+      break;
+    case 'directory':
+      holds = scope.dirExists(input);
+      break;
     case 'regex': {
       const match = (condition.regex as RegExp).exec(input);
       holds = match !== null;
@@ -125,19 +165,27 @@ function testCondition(condition: CompiledCondition, scope: ConditionScope): boo
       if (holds && !condition.negate) scope.expansion.cond = match;
       break;
     }
-    default: holds = compareStrings(condition, input);
+    default:
+      holds = compareStrings(condition, input);
   }
   return holds !== condition.negate;
 }
 
 function compareStrings(condition: CompiledCondition, input: string): boolean {
-  const order = condition.nocase ? compareCaseless(input, condition.operand) : compareLexicography(input, condition.operand);
+  const order = condition.nocase
+    ? compareCaseless(input, condition.operand)
+    : compareLexicography(input, condition.operand);
   switch (condition.comparison) {
-    case 'equal': return order === 0;
-    case 'less': return order < 0;
-    case 'greater': return order > 0;
-    case 'lessOrEqual': return order <= 0;
-    default: return order >= 0;
+    case 'equal':
+      return order === 0;
+    case 'less':
+      return order < 0;
+    case 'greater':
+      return order > 0;
+    case 'lessOrEqual':
+      return order <= 0;
+    default:
+      return order >= 0;
   }
 }
 

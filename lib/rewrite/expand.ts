@@ -6,12 +6,25 @@ export type Piece = string | { ref: '$' | '%'; n: number } | { variable: string 
 
 /** Header variables mod_rewrite knows by name; any other header is read as %{HTTP:Name}. */
 const HEADER_VARIABLES = new Map([
-  ['HTTP_HOST', 'Host'], ['HTTP_ACCEPT', 'Accept'], ['HTTP_COOKIE', 'Cookie'], ['HTTP_REFERER', 'Referer'],
-  ['HTTP_USER_AGENT', 'User-Agent'], ['HTTP_FORWARDED', 'Forwarded'], ['HTTP_PROXY_CONNECTION', 'Proxy-Connection'],
+  ['HTTP_HOST', 'Host'],
+  ['HTTP_ACCEPT', 'Accept'],
+  ['HTTP_COOKIE', 'Cookie'],
+  ['HTTP_REFERER', 'Referer'],
+  ['HTTP_USER_AGENT', 'User-Agent'],
+  ['HTTP_FORWARDED', 'Forwarded'],
+  ['HTTP_PROXY_CONNECTION', 'Proxy-Connection'],
 ]);
 const REQUEST_VARIABLES = new Set([
-  'REQUEST_URI', 'QUERY_STRING', 'REQUEST_METHOD', 'REQUEST_FILENAME', 'SCRIPT_FILENAME', 'THE_REQUEST',
-  'HTTPS', 'REQUEST_SCHEME', 'DOCUMENT_ROOT', 'REMOTE_ADDR',
+  'REQUEST_URI',
+  'QUERY_STRING',
+  'REQUEST_METHOD',
+  'REQUEST_FILENAME',
+  'SCRIPT_FILENAME',
+  'THE_REQUEST',
+  'HTTPS',
+  'REQUEST_SCHEME',
+  'DOCUMENT_ROOT',
+  'REMOTE_ADDR',
 ]);
 
 const SUPPORTED_VARIABLES = [...REQUEST_VARIABLES, ...HEADER_VARIABLES.keys(), 'HTTP:<header>'];
@@ -45,7 +58,10 @@ export function parsePieces(text: string): Piece[] {
       i++;
     } else if ((char === '$' || char === '%') && next === '{' && text.indexOf('}', i) !== -1) {
       const end = text.indexOf('}', i);
-      if (char === '$') throw new ExpandError(`the RewriteMap lookup ${text.slice(i, end + 1)} is not supported; there are no rewrite maps, so spell the mapping out as rules.`);
+      if (char === '$')
+        throw new ExpandError(
+          `the RewriteMap lookup ${text.slice(i, end + 1)} is not supported; there are no rewrite maps, so spell the mapping out as rules.`,
+        );
       flush();
       pieces.push({ variable: checkVariable(text.slice(i + 2, end)) });
       i = end;
@@ -62,15 +78,22 @@ function checkVariable(name: string): string {
   const upper = name.toUpperCase();
   if (REQUEST_VARIABLES.has(upper) || HEADER_VARIABLES.has(upper)) return upper;
   if (upper.startsWith('HTTP_')) {
-    const header = upper.slice(5).toLowerCase().replace(/_/g, '-').replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase());
-    throw new ExpandError(`%{${name}} is empty in Apache, which names only a few headers this way; write %{HTTP:${header}} to read that header.`);
+    const header = upper
+      .slice(5)
+      .toLowerCase()
+      .replace(/_/g, '-')
+      .replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase());
+    throw new ExpandError(
+      `%{${name}} is empty in Apache, which names only a few headers this way; write %{HTTP:${header}} to read that header.`,
+    );
   }
   throw new ExpandError(`the variable %{${name}} is not supported; use one of ${SUPPORTED_VARIABLES.join(', ')}.`);
 }
 
 export function highestReference(pieces: readonly Piece[], kind: '$' | '%'): number {
   let highest = -1;
-  for (const piece of pieces) if (typeof piece === 'object' && 'ref' in piece && piece.ref === kind) highest = Math.max(highest, piece.n);
+  for (const piece of pieces)
+    if (typeof piece === 'object' && 'ref' in piece && piece.ref === kind) highest = Math.max(highest, piece.n);
   return highest;
 }
 
@@ -107,7 +130,8 @@ export function escapeBackReference(value: string): string {
   for (const char of value.replace(LONE_SURROGATE, '\uFFFD')) {
     if (/[A-Za-z0-9_]/.test(char)) out += char;
     else if (char === ' ') out += '+';
-    else out += encodeURIComponent(char).replace(/[!'()*~._-]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+    else
+      out += encodeURIComponent(char).replace(/[!'()*~._-]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
   }
   return out;
 }

@@ -38,10 +38,20 @@ const UNSAFE_QUERY = /[\x00-\x20\x7f]/;
 export function startPass(request: RewriteRequest, directory: string | null, walked: string): Pass {
   const inDir = directory !== null && walked.startsWith(directory);
   return {
-    request, directory, uri: request.path,
+    request,
+    directory,
+    uri: request.path,
     filename: inDir ? walked.slice((directory as string).length) : walked,
-    inDir, pathInfo: request.path.slice(walked.length), query: request.query,
-    absolute: false, changed: false, matched: null, redirect: null, noescape: false, end: false, vary: [],
+    inDir,
+    pathInfo: request.path.slice(walked.length),
+    query: request.query,
+    absolute: false,
+    changed: false,
+    matched: null,
+    redirect: null,
+    noescape: false,
+    end: false,
+    vary: [],
   };
 }
 
@@ -74,14 +84,20 @@ function applyRule(rule: CompiledRule, pass: Pass): boolean | PassStop {
     return false;
   }
   const scope: ConditionScope = {
-    expansion: { rule: rule.negate ? null : match, cond: null, lookup: (name) => lookupVariable(name, pass, scope), escape: null },
+    expansion: {
+      rule: rule.negate ? null : match,
+      cond: null,
+      lookup: (name) => lookupVariable(name, pass, scope),
+      escape: null,
+    },
     fileExists: (path) => testPath(pass.request.fileExists, path),
     dirExists: (path) => testPath(pass.request.dirExists, path),
     pending: [],
     vary: [],
   };
   if (!conditionsHold(rule.conditions, scope)) {
-    if (trace.enabled) trace('rule %d %s matched %s, but its conditions did not hold', rule.index + 1, rule.source.pattern, subject);
+    if (trace.enabled)
+      trace('rule %d %s matched %s, but its conditions did not hold', rule.index + 1, rule.source.pattern, subject);
     return false;
   }
   pass.vary.push(...scope.vary);
@@ -94,7 +110,8 @@ function applyRule(rule: CompiledRule, pass: Pass): boolean | PassStop {
     const forbidden = substitute(template, rule, pass, scope.expansion);
     if (forbidden) return { kind: 'forbidden', rule: rule.index };
   }
-  if (trace.enabled) trace('rule %d %s matched %s -> %s?%s', rule.index + 1, rule.source.pattern, subject, pass.filename, pass.query);
+  if (trace.enabled)
+    trace('rule %d %s matched %s -> %s?%s', rule.index + 1, rule.source.pattern, subject, pass.filename, pass.query);
   if (flags.proxy) return { kind: 'proxy', rule: rule.index };
   // R without L keeps going, and the client gets the URL the last rule leaves (flags.html#flag_r).
   pass.redirect = flags.redirect ?? pass.redirect ?? (!template.keep && template.absolute ? 302 : null);
@@ -115,12 +132,17 @@ function substitute(template: Template, rule: CompiledRule, pass: Pass, expansio
     // Our own table: back references in the query are always escaped, since they come from
     // the decoded path and the query is raw: "/person/a%26b" must not add a parameter.
     path = expandPieces(template.path, { ...expansion, escape: flags.escape ? escapeBackReference : null });
-    fresh = template.query === null ? null : expandPieces(template.query, { ...expansion, escape: flags.escape ? escapeBackReference : encodeQueryValue });
+    fresh =
+      template.query === null
+        ? null
+        : expandPieces(template.query, { ...expansion, escape: flags.escape ? escapeBackReference : encodeQueryValue });
     if (!template.absolute && path.charCodeAt(0) !== 0x2f) path = '/' + path;
   } else {
     // Apache expands first and splits at the first "?" afterwards (splitout_queryargs).
     const escape = flags.escape ? escapeBackReference : null;
-    const whole = expandPieces(template.path, { ...expansion, escape }) + (template.query === null ? '' : '?' + expandPieces(template.query, { ...expansion, escape }));
+    const whole =
+      expandPieces(template.path, { ...expansion, escape }) +
+      (template.query === null ? '' : '?' + expandPieces(template.query, { ...expansion, escape }));
     const mark = whole.indexOf('?');
     path = mark === -1 ? whole : whole.slice(0, mark);
     fresh = mark === -1 ? null : whole.slice(mark + 1);
@@ -132,7 +154,9 @@ function substitute(template: Template, rule: CompiledRule, pass: Pass, expansio
   pass.absolute = template.absolute;
   pass.changed = true;
   pass.noescape ||= flags.noescape;
-  if (fresh !== null) pass.query = flags.qsa && !flags.qsd && pass.query !== '' ? (fresh === '' ? pass.query : fresh + '&' + pass.query) : fresh;
+  if (fresh !== null)
+    pass.query =
+      flags.qsa && !flags.qsd && pass.query !== '' ? (fresh === '' ? pass.query : fresh + '&' + pass.query) : fresh;
   else if (flags.qsd) pass.query = '';
   return false;
 }
@@ -163,14 +187,26 @@ function lookupVariable(name: string, pass: Pass, scope: ConditionScope): string
   }
   const method = request.method ?? 'GET';
   switch (name) {
-    case 'REQUEST_URI': return pass.uri;
-    case 'QUERY_STRING': return pass.query;
-    case 'REQUEST_METHOD': return method;
-    case 'REQUEST_FILENAME': case 'SCRIPT_FILENAME': return currentPath(pass);
-    case 'THE_REQUEST': return request.requestLine ?? `${method} ${request.path}${request.query === '' ? '' : '?' + request.query} HTTP/1.1`;
-    case 'HTTPS': return request.https ? 'on' : 'off';
-    case 'REQUEST_SCHEME': return request.https ? 'https' : 'http';
-    case 'REMOTE_ADDR': return request.remoteAddr ?? '';
-    default: return ''; // DOCUMENT_ROOT: site paths start at the root
+    case 'REQUEST_URI':
+      return pass.uri;
+    case 'QUERY_STRING':
+      return pass.query;
+    case 'REQUEST_METHOD':
+      return method;
+    case 'REQUEST_FILENAME':
+    case 'SCRIPT_FILENAME':
+      return currentPath(pass);
+    case 'THE_REQUEST':
+      return (
+        request.requestLine ?? `${method} ${request.path}${request.query === '' ? '' : '?' + request.query} HTTP/1.1`
+      );
+    case 'HTTPS':
+      return request.https ? 'on' : 'off';
+    case 'REQUEST_SCHEME':
+      return request.https ? 'https' : 'http';
+    case 'REMOTE_ADDR':
+      return request.remoteAddr ?? '';
+    default:
+      return ''; // DOCUMENT_ROOT: site paths start at the root
   }
 }

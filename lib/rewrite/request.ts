@@ -33,12 +33,18 @@ export function rewriteRequest(table: RewriteTable, ex: Exchange, target: Target
   const result = rewriteUrl(table, requestOf(ex, target.bare, target.query, site));
   if (result.vary.length > 0) ex.res.setHeader('vary', [...new Set(result.vary)].join(', '));
   switch (result.kind) {
-    case 'pass': return result;
-    case 'redirect': return result;
-    case 'forbidden': throw new HttpError(403, 'Access to this address is forbidden.');
-    case 'gone': throw new HttpError(410, 'This address is gone for good.');
+    case 'pass':
+      return result;
+    case 'redirect':
+      return result;
+    case 'forbidden':
+      throw new HttpError(403, 'Access to this address is forbidden.');
+    case 'gone':
+      throw new HttpError(410, 'This address is gone for good.');
     case 'loop':
-      throw new Error(`The rewrite rules redirected ${target.path} internally more than 10 times (rule ${result.rule + 1} last); end the loop with a condition or the END flag.`);
+      throw new Error(
+        `The rewrite rules redirected ${target.path} internally more than 10 times (rule ${result.rule + 1} last); end the loop with a condition or the END flag.`,
+      );
     case 'proxy': {
       // The old site gets the path as requested: /about.html stays /about.html when a P rule takes it.
       if (target.suffix === null) return result;

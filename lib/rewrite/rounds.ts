@@ -15,7 +15,8 @@ const trace = createDebug('portfolio:rewrite');
 /** Applies the table to one request: the first matching rules decide. */
 export function rewriteUrl(table: RewriteTable, request: RewriteRequest): RewriteResult {
   const result = table.directory === null ? rewriteInServer(table, request) : rewriteInDirectory(table, request);
-  if (trace.enabled) trace('%s -> %o', request.query === '' ? request.path : `${request.path}?${request.query}`, result);
+  if (trace.enabled)
+    trace('%s -> %o', request.query === '' ? request.path : `${request.path}?${request.query}`, result);
   return result;
 }
 
@@ -23,10 +24,17 @@ function rewriteInServer(table: RewriteTable, request: RewriteRequest): RewriteR
   const pass = startPass(request, null, request.path);
   const stop = runPass(table.rules, pass);
   const { vary } = pass;
-  if (stop?.kind === 'proxy') return { kind: 'proxy', url: formatUrl(pass.filename, pass.query, pass.noescape), rule: stop.rule, vary };
+  if (stop?.kind === 'proxy')
+    return { kind: 'proxy', url: formatUrl(pass.filename, pass.query, pass.noescape), rule: stop.rule, vary };
   if (stop) return { ...stop, vary };
   if (pass.redirect !== null && pass.matched !== null) {
-    return { kind: 'redirect', status: pass.redirect, location: formatUrl(pass.filename, pass.query, pass.noescape), rule: pass.matched, vary };
+    return {
+      kind: 'redirect',
+      status: pass.redirect,
+      location: formatUrl(pass.filename, pass.query, pass.noescape),
+      rule: pass.matched,
+      vary,
+    };
   }
   return { kind: 'pass', path: pass.filename, query: pass.query, rule: pass.matched, vary };
 }
@@ -39,20 +47,29 @@ function rewriteInDirectory(table: RewriteTable, request: RewriteRequest): Rewri
   let matched: number | null = null;
   for (let redirects = 0; ; redirects++) {
     // Apache reads an .htaccess only for requests inside its folder.
-    if (!current.path.startsWith(directory)) return { kind: 'pass', path: current.path, query: current.query, rule: matched, vary };
+    if (!current.path.startsWith(directory))
+      return { kind: 'pass', path: current.path, query: current.query, rule: matched, vary };
     const walked = walkFilename(current, directory);
     const pass = startPass(current, directory, walked);
     const stop = runPass(table.rules, pass);
     vary.push(...pass.vary);
     matched = pass.matched ?? matched;
-    if (stop?.kind === 'proxy') return { kind: 'proxy', url: apacheUrl(pass, base, current.query), rule: stop.rule, vary };
+    if (stop?.kind === 'proxy')
+      return { kind: 'proxy', url: apacheUrl(pass, base, current.query), rule: stop.rule, vary };
     if (stop) return { ...stop, vary };
     if (!pass.changed) return { kind: 'pass', path: current.path, query: current.query, rule: matched, vary };
     if (pass.redirect !== null || pass.absolute) {
-      return { kind: 'redirect', status: pass.redirect ?? 302, location: apacheUrl(pass, base, current.query), rule: matched as number, vary };
+      return {
+        kind: 'redirect',
+        status: pass.redirect ?? 302,
+        location: apacheUrl(pass, base, current.query),
+        rule: matched as number,
+        vary,
+      };
     }
     // The same file again: Apache serves it with the new query instead of looping.
-    if (pass.inDir && directory + pass.filename === walked) return { kind: 'pass', path: walked, query: pass.query, rule: matched, vary };
+    if (pass.inDir && directory + pass.filename === walked)
+      return { kind: 'pass', path: walked, query: pass.query, rule: matched, vary };
     const next = { ...current, path: decodePath(pass.inDir ? base + pass.filename : pass.filename), query: pass.query };
     if (pass.end) return { kind: 'pass', path: next.path, query: next.query, rule: matched, vary };
     if (redirects === MAX_INTERNAL_REDIRECTS) return { kind: 'loop', rule: matched as number, vary };
@@ -70,7 +87,8 @@ function walkFilename(request: RewriteRequest, directory: string): string {
   let current = '';
   for (const part of path.slice(1).split('/')) {
     const candidate = current + '/' + part;
-    if (part === '' || fileExists(candidate) || !dirExists(candidate)) return candidate.length < directory.length ? path : candidate;
+    if (part === '' || fileExists(candidate) || !dirExists(candidate))
+      return candidate.length < directory.length ? path : candidate;
     current = candidate;
   }
   return current;

@@ -6,19 +6,46 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { CompiledCondition, RewriteConditionSource } from './conditions.ts';
 import type { Piece } from './expand.ts';
 
-export interface RewriteRuleSource { pattern: string; substitution: string; flags?: string[]; conditions?: RewriteConditionSource[]; comment?: string }
+export interface RewriteRuleSource {
+  pattern: string;
+  substitution: string;
+  flags?: string[];
+  conditions?: RewriteConditionSource[];
+  comment?: string;
+}
 export interface RuleFlags {
-  last: boolean; end: boolean; qsa: boolean; qsd: boolean; nocase: boolean; noescape: boolean; escape: boolean;
-  chain: boolean; skip: number; discardPathInfo: boolean;
-  redirect: number | null; forbidden: boolean; gone: boolean; proxy: boolean;
+  last: boolean;
+  end: boolean;
+  qsa: boolean;
+  qsd: boolean;
+  nocase: boolean;
+  noescape: boolean;
+  escape: boolean;
+  chain: boolean;
+  skip: number;
+  discardPathInfo: boolean;
+  redirect: number | null;
+  forbidden: boolean;
+  gone: boolean;
+  proxy: boolean;
 }
 export interface CompiledRule {
-  index: number; source: RewriteRuleSource; regex: RegExp; negate: boolean; flags: RuleFlags; conditions: CompiledCondition[];
+  index: number;
+  source: RewriteRuleSource;
+  regex: RegExp;
+  negate: boolean;
+  flags: RuleFlags;
+  conditions: CompiledCondition[];
   /** The substitution split once into literal text, back references and variables, so a request only concatenates. */
   template: Template;
 }
 /** A substitution as pieces; `keep` for "-", `absolute` for an http(s) URL (a redirect or a proxy). */
-export interface Template { keep: boolean; absolute: boolean; path: Piece[]; query: Piece[] | null }
+export interface Template {
+  keep: boolean;
+  absolute: boolean;
+  path: Piece[];
+  query: Piece[] | null;
+}
 export interface RewriteTable {
   rules: CompiledRule[];
   /** Directory context: the folder (site path ending in "/") the rules apply to, as an .htaccess file. */

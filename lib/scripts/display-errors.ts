@@ -23,7 +23,8 @@ td{word-break:break-all}
 `;
 
 /** The site's policy, with this page's inline style allowed by its hash. */
-export const errorPagePolicy = "default-src 'self'; img-src 'self' https: http: data:; " +
+export const errorPagePolicy =
+  "default-src 'self'; img-src 'self' https: http: data:; " +
   `style-src 'sha256-${createHash('sha256').update(style).digest('base64')}'; frame-ancestors 'none'; form-action 'self'`;
 
 export function renderErrorPage(err: unknown, req: IncomingMessage, root: string): string {
@@ -34,14 +35,18 @@ export function renderErrorPage(err: unknown, req: IncomingMessage, root: string
   const excerpt = where ? renderExcerpt(where.absolute, where.line) : '';
   const frames = err instanceof ScriptParseError ? [] : parseStack(error, root);
   const ordered = [...frames.filter((f) => f.own), ...frames.filter((f) => !f.own)];
-  const stack = ordered.map((f) => {
-    const file = f.own ? path.relative(root, f.file) : f.file;
-    return `<li class="${f.own ? 'own' : 'other'}"><code>${escapeHtml(f.fn)}</code> ${escapeHtml(file)}:${f.line}:${f.column}</li>`;
-  }).join('\n');
-  const headers = Object.entries(req.headers).map(([name, value]) => {
-    const shown = maskedHeaders.has(name) ? '********' : Array.isArray(value) ? value.join(', ') : value ?? '';
-    return `<tr><th>${escapeHtml(name)}</th><td>${escapeHtml(shown)}</td></tr>`;
-  }).join('\n');
+  const stack = ordered
+    .map((f) => {
+      const file = f.own ? path.relative(root, f.file) : f.file;
+      return `<li class="${f.own ? 'own' : 'other'}"><code>${escapeHtml(f.fn)}</code> ${escapeHtml(file)}:${f.line}:${f.column}</li>`;
+    })
+    .join('\n');
+  const headers = Object.entries(req.headers)
+    .map(([name, value]) => {
+      const shown = maskedHeaders.has(name) ? '********' : Array.isArray(value) ? value.join(', ') : (value ?? '');
+      return `<tr><th>${escapeHtml(name)}</th><td>${escapeHtml(shown)}</td></tr>`;
+    })
+    .join('\n');
   const location = where ? ` in <b>${escapeHtml(where.file)}</b> on line <b>${where.line}</b>` : '';
   return `<!DOCTYPE html>
 <html lang="en">

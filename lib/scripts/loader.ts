@@ -110,9 +110,16 @@ export class ScriptLoader {
     try {
       entries = readdirSync(this.dir);
     } catch (err) {
-      throw new Error(`cannot read the scripts folder ${this.dir}: ${(err as Error).message}; set SCRIPTS_DIR to the folder with the handler scripts.`);
+      throw new Error(
+        `cannot read the scripts folder ${this.dir}: ${(err as Error).message}; set SCRIPTS_DIR to the folder with the handler scripts.`,
+      );
     }
-    return new Set(entries.filter((f) => f.endsWith('.ts')).map((f) => f.slice(0, -3)).filter((n) => scriptName.test(n)));
+    return new Set(
+      entries
+        .filter((f) => f.endsWith('.ts'))
+        .map((f) => f.slice(0, -3))
+        .filter((n) => scriptName.test(n)),
+    );
   }
 
   /** A file compiled once; in development again when it or a helper it imports has changed. */
@@ -132,12 +139,19 @@ export class ScriptLoader {
       output = built && built.sha256 === sha256Of(source) ? built : await compileWithEsbuild(source, file);
     } catch (err) {
       const first = (err as TransformFailure).errors?.[0];
-      throw new ScriptParseError(first?.text ?? String(err), file, first?.location?.line ?? 0, first?.location?.column ?? 0);
+      throw new ScriptParseError(
+        first?.text ?? String(err),
+        file,
+        first?.location?.line ?? 0,
+        first?.location?.column ?? 0,
+      );
     }
     registerSourceMap(file, JSON.parse(output.map));
     const { imports, helpers } = await this.importDependencies(output.code, file, importers);
     const module = { exports: {} as Record<string, unknown> };
-    const run = vm.compileFunction(output.code, ['exports', 'require', 'module', '__filename', '__dirname'], { filename: file });
+    const run = vm.compileFunction(output.code, ['exports', 'require', 'module', '__filename', '__dirname'], {
+      filename: file,
+    });
     const requireDependency = (id: string) => {
       const dependency = imports.get(id);
       if (!dependency) throw new Error(`${path.basename(file)} cannot require ${id}: scripts use static imports only.`);
@@ -166,15 +180,18 @@ export class ScriptLoader {
       if (target === pageModule) {
         imports.set(id, page);
       } else if (target.startsWith(libDir + path.sep)) {
-        throw refuse('scripts import lib/page/index.ts, the one lib module made for them; export what the script needs from there.');
+        throw refuse(
+          'scripts import lib/page/index.ts, the one lib module made for them; export what the script needs from there.',
+        );
       } else if (target.startsWith(this.dir + path.sep) && target.endsWith('.ts')) {
         if (!existsSync(target)) throw refuse(`there is no file ${path.relative(projectRoot, target)}.`);
-        if (target === file || importers.includes(target)) throw refuse('the files of the scripts folder import each other in a circle.');
+        if (target === file || importers.includes(target))
+          throw refuse('the files of the scripts folder import each other in a circle.');
         const helper = await this.use(target, [...importers, file]);
         helpers.push(helper);
         imports.set(id, helper.exports);
       } else {
-        throw refuse('a script imports lib/page/index.ts, .ts files of its own folder, Node\'s modules and packages.');
+        throw refuse("a script imports lib/page/index.ts, .ts files of its own folder, Node's modules and packages.");
       }
     }
     return { imports, helpers };

@@ -9,7 +9,16 @@ import { projectRoot } from '../config.ts';
 import type { Db, ReadRoute, Replicas } from '../db/index.ts';
 import { DataVersion, failsOnReplica, ResultCache, unknownPosition } from '../db/index.ts';
 import type { BodyReader, Encoding, Exchange, Format, Target } from '../http/index.ts';
-import { alternatesOf, compressBody, etagOf, NoContent, readQuery, readUpload, Redirect, Verbatim } from '../http/index.ts';
+import {
+  alternatesOf,
+  compressBody,
+  etagOf,
+  NoContent,
+  readQuery,
+  readUpload,
+  Redirect,
+  Verbatim,
+} from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
 import type { Outcome, PictureOptions, ScriptModule, ScriptRequest } from '../page/index.ts';
 import { PictureQueue } from '../page/index.ts';
@@ -83,10 +92,14 @@ export class ScriptRunner {
     this.searcher = config.searchProcess
       ? new SearchClient(config.searchProcess.socket, db, limitsOf(config))
       : new Searcher(db, limitsOf(config), {
-        onError: (message) => logs.error(message, { level: 'warn' }), snapshot: config.searchSnapshot, onNote: (message) => console.log(`portfolio: ${message}`),
-      });
+          onError: (message) => logs.error(message, { level: 'warn' }),
+          snapshot: config.searchSnapshot,
+          onNote: (message) => console.log(`portfolio: ${message}`),
+        });
     this.pictures = {
-      dir: config.picturesDir, maxPixels: config.pictureMaxPixels, maxBytes: config.pictureMaxBytes,
+      dir: config.picturesDir,
+      maxPixels: config.pictureMaxPixels,
+      maxBytes: config.pictureMaxBytes,
       queue: new PictureQueue({ running: config.pictureConcurrency, waiting: config.pictureQueue }),
     };
   }
@@ -111,7 +124,8 @@ export class ScriptRunner {
     const safe = method === 'GET' || method === 'HEAD';
     // A safe request reads where its client's own last change can be seen (lib/db/replicas.ts).
     const cookies = { path: target.basePath + '/', secure: target.secure };
-    const route: ReadRoute | null = reads && safe ? await reads.replicas.route(reads.written.read(ex.req, cookies)) : null;
+    const route: ReadRoute | null =
+      reads && safe ? await reads.replicas.route(reads.written.read(ex.req, cookies)) : null;
     const db = route?.db ?? this.parts.db;
     const server = () => route?.server ?? this.parts.db;
     const keep = () => !route?.mixed;
@@ -120,16 +134,21 @@ export class ScriptRunner {
     // Read once, on the request's server; a replica that fails it sends the request to the primary.
     // A primary that fails it (gone, not yet counted down): null, and the request reads through the
     // route's way out (lib/db/replicas.ts) and keeps nothing.
-    const currentVersion = () => (version ??= this.keptOn(server()).version.current().catch((err: unknown) => {
-      if (!route || !failsOnReplica(err)) throw err;
-      if (route.server === this.parts.db) return null;
-      route.fallBack();
-      return this.keptOn(this.parts.db).version.current();
-    }));
+    const currentVersion = () =>
+      (version ??= this.keptOn(server())
+        .version.current()
+        .catch((err: unknown) => {
+          if (!route || !failsOnReplica(err)) throw err;
+          if (route.server === this.parts.db) return null;
+          route.fallBack();
+          return this.keptOn(this.parts.db).version.current();
+        }));
     // Only in production: in development an edited script or template shows on the next request.
     const cacheable = script.cacheable === true && safe && config.production;
     const refuse = (): never => {
-      throw new Error(`scripts/${name}.ts is cacheable, so its document cannot depend on who asks; drop its cacheable export or the call.`);
+      throw new Error(
+        `scripts/${name}.ts is cacheable, so its document cannot depend on who asks; drop its cacheable export or the call.`,
+      );
     };
     const request: ScriptRequest = {
       method: method === 'HEAD' ? 'GET' : method,
@@ -139,7 +158,10 @@ export class ScriptRunner {
       db,
       link: target.link,
       // The word index follows the primary: a request that reads there has read its version already.
-      searcher: this.searcher.forRequest(() => (server() === this.parts.db ? currentVersion() : this.keptOn(this.parts.db).version.current()), db),
+      searcher: this.searcher.forRequest(
+        () => (server() === this.parts.db ? currentVersion() : this.keptOn(this.parts.db).version.current()),
+        db,
+      ),
       searchAliases: config.searchViewAliases,
       warn: (message) => {
         warnings.push(message);
@@ -178,10 +200,21 @@ export class ScriptRunner {
       }
       const alternates = alternatesOf(outcome.path, run.available, target.link);
       const text = renderDocument({
-        format, scriptName: name, script, doc: outcome, link: target.link, templates,
+        format,
+        scriptName: name,
+        script,
+        doc: outcome,
+        link: target.link,
+        templates,
         page: {
-          title: outcome.title, description: format === 'html' && outcome.description !== undefined ? summaryOf(outcome.description) : null, base: target.basePath + '/', canonical: target.link(outcome.path), alternates,
-          stylesheet: outcome.stylesheet ?? 'css/site.css', warnings: config.displayErrors ? warnings : [], user: ex.viewer,
+          title: outcome.title,
+          description: format === 'html' && outcome.description !== undefined ? summaryOf(outcome.description) : null,
+          base: target.basePath + '/',
+          canonical: target.link(outcome.path),
+          alternates,
+          stylesheet: outcome.stylesheet ?? 'css/site.css',
+          warnings: config.displayErrors ? warnings : [],
+          user: ex.viewer,
         },
       });
       // Encoded once: the ETag, Content-Length and the socket share the bytes. The data is not
@@ -200,7 +233,8 @@ export class ScriptRunner {
     const produced = await documents.get(at, key, produce, (p) => 'body' in p && keepable());
     if (!('body' in produced)) return produced;
     // Its compressed bytes are kept beside it, once per encoding, within the same budget.
-    const compressed = (encoding: Encoding) => documents.get(at, `${key}\u0000${encoding}`, async () => compressBody(produced.body, encoding), keepable);
+    const compressed = (encoding: Encoding) =>
+      documents.get(at, `${key}\u0000${encoding}`, async () => compressBody(produced.body, encoding), keepable);
     return { ...produced, compressed };
   }
 
@@ -211,8 +245,10 @@ export class ScriptRunner {
       const { keptMaxBytes, databaseReplicaUrls } = this.parts.config;
       const limit = Math.floor(keptMaxBytes / 3 / (1 + databaseReplicaUrls.length));
       kept = {
-        version: new DataVersion(server), results: new ResultCache({ limit, weigh: weighResult }),
-        documents: new ResultCache({ limit, weigh: weighKept }), texts: new ResultCache({ limit, weigh: weighKept }),
+        version: new DataVersion(server),
+        results: new ResultCache({ limit, weigh: weighResult }),
+        documents: new ResultCache({ limit, weigh: weighKept }),
+        texts: new ResultCache({ limit, weigh: weighKept }),
       };
       this.kept.set(server, kept);
     }
@@ -223,7 +259,11 @@ export class ScriptRunner {
    * After a change: the cookie with the primary's position, so the client's next reads include
    * it. A position that cannot be read is marked unknown, and the client reads from the primary.
    */
-  private async markWritten(ex: Exchange, cookies: CookieOptions, reads: NonNullable<RunnerParts['reads']>): Promise<void> {
+  private async markWritten(
+    ex: Exchange,
+    cookies: CookieOptions,
+    reads: NonNullable<RunnerParts['reads']>,
+  ): Promise<void> {
     const lsn = await reads.replicas.position().catch(() => unknownPosition);
     ex.res.appendHeader('set-cookie', reads.written.cookie(lsn, cookies));
   }
@@ -256,5 +296,13 @@ function weighKept(value: Produced | Buffer): number {
 }
 
 function refusingSession(refuse: () => never): ScriptRequest['session'] {
-  return { expired: refuse, csrfToken: refuse, checkCsrf: refuse, loginToken: refuse, checkLoginToken: refuse, start: refuse, end: refuse };
+  return {
+    expired: refuse,
+    csrfToken: refuse,
+    checkCsrf: refuse,
+    loginToken: refuse,
+    checkLoginToken: refuse,
+    start: refuse,
+    end: refuse,
+  };
 }

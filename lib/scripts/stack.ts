@@ -8,7 +8,12 @@ import { fileURLToPath } from 'node:url';
 /** A script that does not compile, or imports what it may not: PHP's parse error, at file:line. */
 export class ScriptParseError extends Error {
   override name = 'ParseError';
-  constructor(message: string, readonly file: string, readonly line: number, readonly column: number) {
+  constructor(
+    message: string,
+    readonly file: string,
+    readonly line: number,
+    readonly column: number,
+  ) {
     super(message);
   }
 }
@@ -60,7 +65,8 @@ export function parseStack(err: Error, root: string): Frame[] {
     let column = Number(match[4]);
     const mapped = mapPosition(file, line, column);
     if (mapped) ({ line, column } = mapped);
-    const own = path.isAbsolute(file) && file.startsWith(root + path.sep) && !file.includes(`${path.sep}node_modules${path.sep}`);
+    const own =
+      path.isAbsolute(file) && file.startsWith(root + path.sep) && !file.includes(`${path.sep}node_modules${path.sep}`);
     frames.push({ fn: match[1] ?? '<anonymous>', file, line, column, own });
   }
   return frames;
@@ -75,7 +81,11 @@ function templateLocation(err: Error): { file: string; line: number; message: st
   const last = headers.at(-1);
   if (!last) return null;
   const cut = err.message.lastIndexOf('\n\n');
-  return { file: last[1] as string, line: Number(last[2]), message: cut === -1 ? err.message : err.message.slice(cut + 2) };
+  return {
+    file: last[1] as string,
+    line: Number(last[2]),
+    message: cut === -1 ? err.message : err.message.slice(cut + 2),
+  };
 }
 
 /** The error's own message, without a template engine's excerpt. */

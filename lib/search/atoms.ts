@@ -11,12 +11,21 @@ import { expansionOf, lookupKey } from './words.ts';
 import type { WordIndex } from './word-index.ts';
 
 const fieldTags: Record<Field, readonly Tag[]> = {
-  any: ['t', 'c', 'd', 'r', 'y'], title: ['t'], creator: ['c'], desc: ['d'], rtype: ['r'], cdate: ['y'],
+  any: ['t', 'c', 'd', 'r', 'y'],
+  title: ['t'],
+  creator: ['c'],
+  desc: ['d'],
+  rtype: ['r'],
+  cdate: ['y'],
 };
 const kindTags: Record<Kind, readonly Tag[]> = { person: ['c'], werk: ['t', 'c', 'd', 'r', 'y'] };
 /** Rank of a match: the field first (title, creator, the rest), then whole word, stem, compound part. */
 const tiers: Record<Tag, [word: number, stem: number, part: number]> = {
-  t: [9, 8, 7], c: [6, 5, 4], d: [3, 2, 1], r: [3, 2, 1], y: [3, 2, 1],
+  t: [9, 8, 7],
+  c: [6, 5, 4],
+  d: [3, 2, 1],
+  r: [3, 2, 1],
+  y: [3, 2, 1],
 };
 /** Bonus of an exact phrase that is the field's whole text. */
 const wholeBonus = 20;
@@ -59,7 +68,9 @@ function setsOf(ctx: Context, lexemes: readonly string[]): IdSet[] {
 /** One atom for one kind of row: its rows, its check, its score. */
 export function atomNode(atom: Atom, line: ParsedLine, ctx: Context): Node {
   // Years are numbers: a word with a letter is not looked for among them.
-  const tags = fieldTags[line.condition.field].filter((t) => kindTags[ctx.kind].includes(t) && (t !== 'y' || atom.words.every((w) => /^-?[0-9*?]+$/.test(w))));
+  const tags = fieldTags[line.condition.field].filter(
+    (t) => kindTags[ctx.kind].includes(t) && (t !== 'y' || atom.words.every((w) => /^-?[0-9*?]+$/.test(w))),
+  );
   if (tags.length === 0) return FALSE;
   const contains = line.condition.match === 'contains';
 
@@ -75,7 +86,11 @@ export function atomNode(atom: Atom, line: ParsedLine, ctx: Context): Node {
       const stem = !wild && known.stem !== null && tag !== 'y' ? [`${tag}s:${known.stem}`] : [];
       // A stop word inside other words (der in Wanderer) is no compound part.
       const parts = wild || known.stem === null ? [] : known.expansions.map((e) => `${tag}:${e}`);
-      levels.push({ sets: setsOf(ctx, exact), tier: wordTier }, { sets: setsOf(ctx, stem), tier: stemTier }, { sets: setsOf(ctx, parts), tier: partTier });
+      levels.push(
+        { sets: setsOf(ctx, exact), tier: wordTier },
+        { sets: setsOf(ctx, stem), tier: stemTier },
+        { sets: setsOf(ctx, parts), tier: partTier },
+      );
       // A row with the whole word has its stem's lexeme too: the stem's rows are the word's.
       alternatives.push(...(stem.length > 0 ? stem : exact), ...parts);
     }
@@ -87,7 +102,10 @@ export function atomNode(atom: Atom, line: ParsedLine, ctx: Context): Node {
     }
     if (alternatives.length > 0) {
       return {
-        t: 'atom', index: { t: 'sets', sets: setsOf(ctx, alternatives) }, check: null, description: false,
+        t: 'atom',
+        index: { t: 'sets', sets: setsOf(ctx, alternatives) },
+        check: null,
+        description: false,
         // The first level the row is in: title word, stem, part, then creator's, and so on.
         score: { levels: levels.filter((l) => l.sets.length > 0) },
       };
@@ -95,7 +113,19 @@ export function atomNode(atom: Atom, line: ParsedLine, ctx: Context): Node {
     // A wildcard that stands for no word of the index finds nothing.
     if (wild) return FALSE;
     // A stop word (und, der) must be there as a word of the field, and counts nothing towards the rank.
-    return { t: 'atom', index: { t: 'sets', sets: setsOf(ctx, tags.map((tag) => `${tag}:${word}`)) }, check: null, score: null, description: false };
+    return {
+      t: 'atom',
+      index: {
+        t: 'sets',
+        sets: setsOf(
+          ctx,
+          tags.map((tag) => `${tag}:${word}`),
+        ),
+      },
+      check: null,
+      score: null,
+      description: false,
+    };
   }
 
   // A phrase (and exact) or begins_with: the rows with its words in one field, the text decides.
@@ -109,7 +139,14 @@ export function atomNode(atom: Atom, line: ParsedLine, ctx: Context): Node {
         // begins; when too many words begin so, the check alone decides among the rows the
         // other words found.
         const known = info(ctx, word, expansionOf(word, atom, i, false));
-        if (!known.more) parts.push({ t: 'sets', sets: setsOf(ctx, [word, ...known.expansions].map((w) => `${tag}:${w}`)) });
+        if (!known.more)
+          parts.push({
+            t: 'sets',
+            sets: setsOf(
+              ctx,
+              [word, ...known.expansions].map((w) => `${tag}:${w}`),
+            ),
+          });
       } else {
         parts.push({ t: 'sets', sets: setsOf(ctx, [`${tag}:${word}`]) });
       }

@@ -17,7 +17,10 @@ const pageMask = pageSize - 1;
 export class Column {
   private readonly pages: (Int32Array | undefined)[] = [];
 
-  constructor(private readonly empty = 0, readonly width = 1) {}
+  constructor(
+    private readonly empty = 0,
+    readonly width = 1,
+  ) {}
 
   get(id: number, field = 0): number {
     const page = this.pages[id >>> pageBits];
@@ -71,8 +74,12 @@ export class Column {
   async restore(reader: SnapshotReader): Promise<void> {
     const present = reader.value<boolean[]>();
     // Ids are below 2^31: at most 32,768 pages.
-    if (!Array.isArray(present) || present.length > 1 << (31 - pageBits) || !present.every((there) => typeof there === 'boolean')) {
-      throw new Error('a column\'s pages are not a list of at most 32,768');
+    if (
+      !Array.isArray(present) ||
+      present.length > 1 << (31 - pageBits) ||
+      !present.every((there) => typeof there === 'boolean')
+    ) {
+      throw new Error("a column's pages are not a list of at most 32,768");
     }
     this.pages.length = 0;
     for (const [p, there] of present.entries()) {
@@ -129,7 +136,8 @@ export class Texts {
   /** Read back with a sixteenth of room for the changes to come, as fit leaves. */
   async restore(reader: SnapshotReader): Promise<void> {
     const [used, garbage] = reader.value<[number, number]>();
-    if (!Number.isSafeInteger(used) || !Number.isSafeInteger(garbage) || garbage < 0 || garbage > used) throw new Error('a text buffer\'s sizes are not sizes');
+    if (!Number.isSafeInteger(used) || !Number.isSafeInteger(garbage) || garbage < 0 || garbage > used)
+      throw new Error("a text buffer's sizes are not sizes");
     const buffer = reader.frameWithRoom(used, Math.max(1 << 16, Math.ceil(used / 16)));
     this.buffer = buffer;
     this.used = used;
@@ -195,7 +203,10 @@ export class Texts {
 
 /** One field of a Column of several. */
 export class Field {
-  constructor(private readonly column: Column, private readonly field: number) {}
+  constructor(
+    private readonly column: Column,
+    private readonly field: number,
+  ) {}
 
   get(id: number): number {
     return this.column.get(id, this.field);

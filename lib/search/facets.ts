@@ -63,7 +63,9 @@ class Counter {
 
   /** Each code counted with its count, by code from the highest; the counts are cleared. */
   all(): [code: number, count: number][] {
-    const counted = this.seen.sort((a, b) => b - a).map((code): [number, number] => [code, this.counts[code] as number]);
+    const counted = this.seen
+      .sort((a, b) => b - a)
+      .map((code): [number, number] => [code, this.counts[code] as number]);
     this.clear();
     return counted;
   }
@@ -124,7 +126,9 @@ function facetSets(kind: Kind, facet: FacetFilter, index: WordIndex): IdSet[] {
       set = code === undefined ? undefined : werke.byArt.of(code);
       break;
     }
-    case 'decade': set = werke.byDecade.of(Number(facet.value)); break;
+    case 'decade':
+      set = werke.byDecade.of(Number(facet.value));
+      break;
     case 'creator': {
       const code = names.find(facet.value);
       set = code === undefined ? undefined : kind === 'person' ? personen.byName.of(code) : werke.byCreator.of(code);

@@ -54,7 +54,11 @@ export function highlight(text: string, marks: readonly string[]): Piece[] {
  * About `length` characters of text around its first marked word, with … where it was cut; null
  * when no word is marked. Its words marked (for HTML), or as one piece (for JSON and XML).
  */
-export function excerpt(text: string, marks: readonly string[], options: { marked: boolean; length?: number }): Piece[] | null {
+export function excerpt(
+  text: string,
+  marks: readonly string[],
+  options: { marked: boolean; length?: number },
+): Piece[] | null {
   const length = options.length ?? 160;
   // The first marked word, read word by word up to it: only the excerpt is taken apart.
   let at = -1;

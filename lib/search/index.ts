@@ -4,12 +4,33 @@
 // counting and paging of its hits (docs/interface.md, Search).
 // May import: db, http.
 export type { Atom, Condition, Field, Match, Operator, ParsedLine } from './language.ts';
-export { checkCondition, fields, fold, matches, maxTermLength, operators, parseCondition, parseLines } from './language.ts';
+export {
+  checkCondition,
+  fields,
+  fold,
+  matches,
+  maxTermLength,
+  operators,
+  parseCondition,
+  parseLines,
+} from './language.ts';
 export type { Piece } from './highlight.ts';
 export { excerpt, highlight } from './highlight.ts';
 export { SearchClient } from './service-client.ts';
 export { Searcher } from './searcher.ts';
 export { runSearchService } from './service.ts';
-export type { FacetFilter, FacetName, FacetValue, Found, Hit, RequestSearch, SearchEngine, SearchLimits, SearchSpec, SearchStats, Sort } from './spec.ts';
+export type {
+  FacetFilter,
+  FacetName,
+  FacetValue,
+  Found,
+  Hit,
+  RequestSearch,
+  SearchEngine,
+  SearchLimits,
+  SearchSpec,
+  SearchStats,
+  Sort,
+} from './spec.ts';
 export { facetNames, limitsOf, sorts } from './spec.ts';
 export { Turns } from './turns.ts';

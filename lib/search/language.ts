@@ -54,13 +54,20 @@ const conditionHelp = `must read <field>,<match>,<term> or <field>,<match>,<term
  * same steps in the same order, so a query word meets the word it stands for.
  */
 export function fold(text: string): string {
-  return text.replace(/ß|ẞ/g, 'ss').replace(/æ|Æ/g, 'ae').replace(/œ|Œ/g, 'oe')
-    .normalize('NFD').replace(/[\u0300-\u036f]/g, '')
+  return text
+    .replace(/ß|ẞ/g, 'ss')
+    .replace(/æ|Æ/g, 'ae')
+    .replace(/œ|Œ/g, 'oe')
+    .normalize('NFD')
+    .replace(/[\u0300-\u036f]/g, '')
     .replace(/[øØđĐłŁı]/g, (c) => undecomposed[c] as string)
     .replace(/[A-Z]/g, (c) => c.toLowerCase())
     .replace(/[^a-z0-9]+/g, ' ')
-    .replaceAll('ae', 'a').replaceAll('oe', 'o')
-    .replaceAll('que', 'QUE').replaceAll('ue', 'u').replaceAll('QUE', 'que')
+    .replaceAll('ae', 'a')
+    .replaceAll('oe', 'o')
+    .replaceAll('que', 'QUE')
+    .replaceAll('ue', 'u')
+    .replaceAll('QUE', 'que')
     .trim();
 }
 
@@ -82,18 +89,36 @@ export function parseCondition(raw: string): Condition {
   return checkCondition(raw.slice(0, first), raw.slice(first + 1, second), term, 'query', operator);
 }
 
-export function checkCondition(field: string, match: string, term: string, parameter: string, operator?: Operator): Condition {
+export function checkCondition(
+  field: string,
+  match: string,
+  term: string,
+  parameter: string,
+  operator?: Operator,
+): Condition {
   if (!(fields as readonly string[]).includes(field)) {
-    throw new HttpError(400, `Unknown search field "${clip(field)}" in parameter ${parameter}; allowed fields: ${fields.join(', ')}.`);
+    throw new HttpError(
+      400,
+      `Unknown search field "${clip(field)}" in parameter ${parameter}; allowed fields: ${fields.join(', ')}.`,
+    );
   }
   if (!(matches as readonly string[]).includes(match)) {
-    throw new HttpError(400, `Unknown match type "${clip(match)}" in parameter ${parameter}; allowed match types: ${matches.join(', ')}.`);
+    throw new HttpError(
+      400,
+      `Unknown match type "${clip(match)}" in parameter ${parameter}; allowed match types: ${matches.join(', ')}.`,
+    );
   }
   const trimmed = term.trim();
   if (trimmed === '') throw new HttpError(400, `The search term in parameter ${parameter} is empty.`);
-  if ([...trimmed].length > maxTermLength) throw new HttpError(400, `The search term in parameter ${parameter} is longer than ${maxTermLength} characters.`);
-  if (trimmed.includes('\0')) throw new HttpError(400, `The search term in parameter ${parameter} contains a NUL byte; remove it and try again.`);
-  if (controlCharacters.test(trimmed)) throw new HttpError(400, `The search term in parameter ${parameter} contains a control character; remove it and try again.`);
+  if ([...trimmed].length > maxTermLength)
+    throw new HttpError(400, `The search term in parameter ${parameter} is longer than ${maxTermLength} characters.`);
+  if (trimmed.includes('\0'))
+    throw new HttpError(400, `The search term in parameter ${parameter} contains a NUL byte; remove it and try again.`);
+  if (controlCharacters.test(trimmed))
+    throw new HttpError(
+      400,
+      `The search term in parameter ${parameter} contains a control character; remove it and try again.`,
+    );
   return { field: field as Field, match: match as Match, term: trimmed, ...(operator ? { operator } : {}) };
 }
 
@@ -169,11 +194,17 @@ function atomsOf(type: 'word' | 'phrase', text: string, negated: boolean, signed
   const parts = text.split(/([*?]+)/).map((part, i) => (i % 2 === 1 ? part : fold(part).replace(/ /g, '')));
   const word = parts.join('');
   if (/^[*?]/.test(word) || word.replace(/[*?]/g, '').length === 0) {
-    throw new HttpError(400, `The wildcard in "${clip(text)}" begins the word; a word may have * or ? inside or at its end, not at its start.`);
+    throw new HttpError(
+      400,
+      `The wildcard in "${clip(text)}" begins the word; a word may have * or ? inside or at its end, not at its start.`,
+    );
   }
   const prefix = /^[a-z0-9]*/.exec(word)?.[0] ?? '';
   if (prefix.length < wildcardPrefix) {
-    throw new HttpError(400, `The word "${clip(text)}" needs at least ${wildcardPrefix} letters before its first wildcard.`);
+    throw new HttpError(
+      400,
+      `The word "${clip(text)}" needs at least ${wildcardPrefix} letters before its first wildcard.`,
+    );
   }
   return [{ kind: 'word', words: [word], raw: text, negated }];
 }
@@ -188,16 +219,29 @@ export function parseLines(conditions: readonly Condition[]): ParsedLine[] {
   const lines = conditions.map(parseLine);
   const atoms = lines.reduce((n, line) => n + line.clauses.flat().length, 0);
   if (atoms > maxAtoms) {
-    throw new HttpError(400, `The search has ${atoms} words and phrases; at most ${maxAtoms} are searched together. Leave some out.`);
+    throw new HttpError(
+      400,
+      `The search has ${atoms} words and phrases; at most ${maxAtoms} are searched together. Leave some out.`,
+    );
   }
-  const long = lines.flatMap((line) => line.clauses.flat()).find((a) => a.words.some((w) => w.replace(/[*?-]/g, '').length > maxWordLength));
+  const long = lines
+    .flatMap((line) => line.clauses.flat())
+    .find((a) => a.words.some((w) => w.replace(/[*?-]/g, '').length > maxWordLength));
   if (long) {
-    throw new HttpError(400, `"${clip(long.raw)}" has a word of more than ${maxWordLength} letters, which the index does not keep; search for a shorter part of it with *.`);
+    throw new HttpError(
+      400,
+      `"${clip(long.raw)}" has a word of more than ${maxWordLength} letters, which the index does not keep; search for a shorter part of it with *.`,
+    );
   }
-  const wild = lines.reduce((n, line) => n + line.clauses.flat().filter((a) => a.words.some((w) => /[*?]/.test(w))).length, 0);
+  const wild = lines.reduce(
+    (n, line) => n + line.clauses.flat().filter((a) => a.words.some((w) => /[*?]/.test(w))).length,
+    0,
+  );
   if (wild > maxWildcards) {
-    throw new HttpError(400, `The search has ${wild} words with * or ?; at most ${maxWildcards} are searched together. Write some of them out.`);
+    throw new HttpError(
+      400,
+      `The search has ${wild} words with * or ?; at most ${maxWildcards} are searched together. Write some of them out.`,
+    );
   }
   return lines;
 }
-

@@ -69,9 +69,14 @@ interface Combined {
 /** The rows of a set query (all: the kind's rows), combined by the id sets. */
 export function combine(query: Query, rows: IdSet): Combined {
   switch (query.t) {
-    case 'all': return { set: rows, own: false };
-    case 'sets': return query.sets.length === 1 ? { set: query.sets[0] as IdSet, own: false } : { set: IdSet.orMany(query.sets), own: true };
-    case 'not': return subtract({ set: rows, own: false }, query.part, rows);
+    case 'all':
+      return { set: rows, own: false };
+    case 'sets':
+      return query.sets.length === 1
+        ? { set: query.sets[0] as IdSet, own: false }
+        : { set: IdSet.orMany(query.sets), own: true };
+    case 'not':
+      return subtract({ set: rows, own: false }, query.part, rows);
     case 'or': {
       const parts = query.parts.map((p) => combine(p, rows));
       const set = IdSet.orMany(parts.map((p) => p.set));
@@ -114,7 +119,12 @@ function release(combined: Combined): void {
  * those that do, up to the row by which `wanted` passed: the hits are taken before the rows after
  * it are reached.
  */
-function undecided(plan: Plan, chunk: readonly number[], texts: TextSource, wanted: number): { open: number[]; passed: Set<number> } {
+function undecided(
+  plan: Plan,
+  chunk: readonly number[],
+  texts: TextSource,
+  wanted: number,
+): { open: number[]; passed: Set<number> } {
   const open: number[] = [];
   const passed = new Set<number>();
   for (const id of chunk) {

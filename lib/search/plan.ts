@@ -18,13 +18,13 @@ import type { WordIndex } from './word-index.ts';
 function and(parts: Node[]): Node {
   if (parts.some((p) => p.t === 'const' && !p.value)) return FALSE;
   const rest = parts.filter((p) => p.t !== 'const');
-  return rest.length === 0 ? TRUE : rest.length === 1 ? rest[0] as Node : { t: 'and', parts: rest };
+  return rest.length === 0 ? TRUE : rest.length === 1 ? (rest[0] as Node) : { t: 'and', parts: rest };
 }
 
 function or(parts: Node[]): Node {
   if (parts.some((p) => p.t === 'const' && p.value)) return TRUE;
   const rest = parts.filter((p) => p.t !== 'const');
-  return rest.length === 0 ? FALSE : rest.length === 1 ? rest[0] as Node : { t: 'or', parts: rest };
+  return rest.length === 0 ? FALSE : rest.length === 1 ? (rest[0] as Node) : { t: 'or', parts: rest };
 }
 
 function not(part: Node): Node {
@@ -32,10 +32,16 @@ function not(part: Node): Node {
 }
 
 function lineNode(line: ParsedLine, ctx: Context): Node {
-  return and(line.clauses.map((clause) => or(clause.map((atom) => {
-    const node = atomNode(atom, line, ctx);
-    return atom.negated ? not(node) : node;
-  }))));
+  return and(
+    line.clauses.map((clause) =>
+      or(
+        clause.map((atom) => {
+          const node = atomNode(atom, line, ctx);
+          return atom.negated ? not(node) : node;
+        }),
+      ),
+    ),
+  );
 }
 
 /** Lines joined as their operators say, left to right (Primo's advanced search). */
@@ -52,22 +58,32 @@ function queryNode(lines: readonly ParsedLine[], ctx: Context): Node {
 /** Whether the node needs no check: its set query says it all. */
 function exact(node: Node): boolean {
   switch (node.t) {
-    case 'const': return true;
-    case 'not': return exact(node.part);
-    case 'atom': return node.check === null;
-    case 'and': case 'or': return node.parts.every(exact);
+    case 'const':
+      return true;
+    case 'not':
+      return exact(node.part);
+    case 'atom':
+      return node.check === null;
+    case 'and':
+    case 'or':
+      return node.parts.every(exact);
   }
 }
 
 /** The rows the node may hold: all it holds, and more where a check decides. */
 function rowsOf(node: Node): Query {
   switch (node.t) {
-    case 'const': return node.value ? ALL : NONE;
-    case 'atom': return node.index;
+    case 'const':
+      return node.value ? ALL : NONE;
+    case 'atom':
+      return node.index;
     // The rows not having a phrase are not the rows not having its words: all may be.
-    case 'not': return exact(node.part) ? notQuery(rowsOf(node.part)) : ALL;
-    case 'and': return andQuery(node.parts.map(rowsOf));
-    case 'or': return orQuery(node.parts.map(rowsOf));
+    case 'not':
+      return exact(node.part) ? notQuery(rowsOf(node.part)) : ALL;
+    case 'and':
+      return andQuery(node.parts.map(rowsOf));
+    case 'or':
+      return orQuery(node.parts.map(rowsOf));
   }
 }
 
@@ -77,49 +93,74 @@ function rowsOf(node: Node): Query {
  */
 function hasPositive(node: Node): boolean {
   switch (node.t) {
-    case 'const': case 'not': return false;
-    case 'atom': return true;
-    case 'and': return node.parts.some(hasPositive);
-    case 'or': return node.parts.every(hasPositive);
+    case 'const':
+    case 'not':
+      return false;
+    case 'atom':
+      return true;
+    case 'and':
+      return node.parts.some(hasPositive);
+    case 'or':
+      return node.parts.every(hasPositive);
   }
 }
 
 function scoresOf(node: Node): Score[] {
   switch (node.t) {
-    case 'const': case 'not': return [];
-    case 'atom': return node.score ? [node.score] : [];
-    case 'and': case 'or': return node.parts.flatMap(scoresOf);
+    case 'const':
+    case 'not':
+      return [];
+    case 'atom':
+      return node.score ? [node.score] : [];
+    case 'and':
+    case 'or':
+      return node.parts.flatMap(scoresOf);
   }
 }
 
 /** Whether every atom that reads the description must be there: none is under an OR or a NOT. */
 function requiredOnly(node: Node, required = true): boolean {
   switch (node.t) {
-    case 'const': return true;
-    case 'atom': return required || !node.description;
-    case 'not': return requiredOnly(node.part, false);
-    case 'and': return node.parts.every((p) => requiredOnly(p, required));
-    case 'or': return node.parts.every((p) => requiredOnly(p, required && node.parts.length === 1));
+    case 'const':
+      return true;
+    case 'atom':
+      return required || !node.description;
+    case 'not':
+      return requiredOnly(node.part, false);
+    case 'and':
+      return node.parts.every((p) => requiredOnly(p, required));
+    case 'or':
+      return node.parts.every((p) => requiredOnly(p, required && node.parts.length === 1));
   }
 }
 
 function needsDescription(node: Node): boolean {
   switch (node.t) {
-    case 'const': return false;
-    case 'atom': return node.description;
-    case 'not': return needsDescription(node.part);
-    case 'and': case 'or': return node.parts.some(needsDescription);
+    case 'const':
+      return false;
+    case 'atom':
+      return node.description;
+    case 'not':
+      return needsDescription(node.part);
+    case 'and':
+    case 'or':
+      return node.parts.some(needsDescription);
   }
 }
 
 /** Whether the row is a hit: in the node's sets, and through its checks. */
 function holds(node: Node, id: number, texts: TextSource, rows: IdSet): boolean {
   switch (node.t) {
-    case 'const': return node.value;
-    case 'atom': return contains(node.index, id, rows) && (node.check === null || node.check(id, texts));
-    case 'not': return !holds(node.part, id, texts, rows);
-    case 'and': return node.parts.every((p) => holds(p, id, texts, rows));
-    case 'or': return node.parts.some((p) => holds(p, id, texts, rows));
+    case 'const':
+      return node.value;
+    case 'atom':
+      return contains(node.index, id, rows) && (node.check === null || node.check(id, texts));
+    case 'not':
+      return !holds(node.part, id, texts, rows);
+    case 'and':
+      return node.parts.every((p) => holds(p, id, texts, rows));
+    case 'or':
+      return node.parts.some((p) => holds(p, id, texts, rows));
   }
 }
 
@@ -146,12 +187,20 @@ export interface Plan {
  * The plan for one kind of row, or null when none can match (a title search finds no person).
  * 400 for a search of NOTs alone, or of a NOT ORed with a word: nearly every row.
  */
-export function kindPlan(lines: readonly ParsedLine[], kind: Kind, words: Map<string, WordInfo>, index: WordIndex): Plan | null {
+export function kindPlan(
+  lines: readonly ParsedLine[],
+  kind: Kind,
+  words: Map<string, WordInfo>,
+  index: WordIndex,
+): Plan | null {
   const ctx: Context = { kind, words, index };
   const node = queryNode(lines, ctx);
   if (node.t === 'const' && !node.value) return null;
   if (!hasPositive(node)) {
-    throw new HttpError(400, `The search ${quoteTerms(lines)} has no word that must be there: add one outside NOT, and do not OR a NOT with a word.`);
+    throw new HttpError(
+      400,
+      `The search ${quoteTerms(lines)} has no word that must be there: add one outside NOT, and do not OR a NOT with a word.`,
+    );
   }
   const rows = rowsOf(node);
   const all = kind === 'person' ? index.personen.lexemes.rows : index.werke.lexemes.rows;

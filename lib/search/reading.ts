@@ -41,7 +41,7 @@ interface CatchUp {
 export async function load(db: Db, index: WordIndex): Promise<void> {
   const chunks = async <R extends { id: number }>(name: string, text: string, take: (row: R) => void) => {
     const read = (after: number) => db.query<R>(text, [after, loadChunk], { name });
-    for (let rows = await read(0); rows.length > 0;) {
+    for (let rows = await read(0); rows.length > 0; ) {
       const next = rows.length === loadChunk ? read((rows[rows.length - 1] as R).id) : null;
       // Awaited below; until then a failure must not count as unhandled.
       next?.catch(() => undefined);
@@ -49,8 +49,16 @@ export async function load(db: Db, index: WordIndex): Promise<void> {
       rows = next ? await next : [];
     }
   };
-  await chunks<PersonRow>('search-load-personen', `SELECT ${personColumns} FROM person p WHERE p.id > $1 ORDER BY p.id LIMIT $2`, (row) => index.personen.put(row, []));
-  await chunks<WerkRow>('search-load-werke', `SELECT ${werkColumns} FROM werk w WHERE w.id > $1 ORDER BY w.id LIMIT $2`, (row) => index.werke.put(row, []));
+  await chunks<PersonRow>(
+    'search-load-personen',
+    `SELECT ${personColumns} FROM person p WHERE p.id > $1 ORDER BY p.id LIMIT $2`,
+    (row) => index.personen.put(row, []),
+  );
+  await chunks<WerkRow>(
+    'search-load-werke',
+    `SELECT ${werkColumns} FROM werk w WHERE w.id > $1 ORDER BY w.id LIMIT $2`,
+    (row) => index.werke.put(row, []),
+  );
   const words = await db.query<{ word: string; stem: string | null }>('SELECT word, stem FROM search_word');
   await takeAll(words, ({ word, stem }) => index.vocabulary.add(word, stem));
 }

@@ -8,7 +8,11 @@ import type { WordIndex } from './word-index.ts';
 import { noYear } from './word-index.ts';
 
 /** A hit of the page. */
-export interface Ranked { typ: Kind; id: number; score: number }
+export interface Ranked {
+  typ: Kind;
+  id: number;
+  score: number;
+}
 
 /** Folded texts (lower-case ASCII letters, digits, spaces) in PostgreSQL's C collation: as JavaScript orders them. */
 function compareFolded(a: string, b: string): number {
@@ -53,14 +57,19 @@ export function pageOf(hits: Hits, spec: SearchSpec, index: WordIndex): Ranked[]
   const orders: Record<Sort, (a: number, b: number) => number> = {
     rank: byRank,
     title: (a, b) => compareFolded(title(a), title(b)) || a - b,
-    author: (a, b) => compareFolded(author(a), author(b)) || kindOf(a) - kindOf(b) || compareFolded(title(a), title(b)) || a - b,
+    author: (a, b) =>
+      compareFolded(author(a), author(b)) || kindOf(a) - kindOf(b) || compareFolded(title(a), title(b)) || a - b,
     date_d: byYear(-1),
     date_a: byYear(1),
   };
   const order = orders[spec.sort];
   const end = Math.min(count, spec.offset + spec.size);
   // A page far in is sorted with the rest; the first pages are picked out.
-  if (end > 100) return Array.from({ length: count }, (_, n) => n).sort(order).slice(spec.offset, end).map(ranked);
+  if (end > 100)
+    return Array.from({ length: count }, (_, n) => n)
+      .sort(order)
+      .slice(spec.offset, end)
+      .map(ranked);
   const best: number[] = [];
   for (let n = 0; n < count; n++) {
     if (best.length === end && order(n, best[end - 1] as number) >= 0) continue;

@@ -61,11 +61,16 @@ async function readStems(db: Db, words: string[]): Promise<Stems> {
 }
 
 /** A search's answer: what it found but the page's rows, and the page's hits, whose rows are read where the request reads. */
-export interface Searched { found: Found; page: Ranked[] }
+export interface Searched {
+  found: Found;
+  page: Ranked[];
+}
 
 /** A search before the index is read: this process's, or the search process's (service-client.ts). */
 export function indexNotRead(): HttpError {
-  return new HttpError(503, 'Search is starting: its index is being read. Try again in a few seconds.', { headers: { 'retry-after': '5' } });
+  return new HttpError(503, 'Search is starting: its index is being read. Try again in a few seconds.', {
+    headers: { 'retry-after': '5' },
+  });
 }
 
 /**
@@ -78,7 +83,12 @@ export function indexNotRead(): HttpError {
  * process's (service-client.ts: `stemsHere`, the stems it would ask of the primary are read here then).
  */
 export function requestSearch(parts: {
-  primary: Db; db: Db; version: () => Promise<bigint | null>; turns: Turns; timeoutMs: number; stemsHere: boolean;
+  primary: Db;
+  db: Db;
+  version: () => Promise<bigint | null>;
+  turns: Turns;
+  timeoutMs: number;
+  stemsHere: boolean;
   search: (spec: SearchSpec, wanted: Wanted, stems: Stems | null) => Promise<Searched>;
 }): RequestSearch {
   const { primary, db, version, turns, timeoutMs, stemsHere, search } = parts;
@@ -119,7 +129,11 @@ export class Searcher implements SearchEngine {
   private searches = 0;
 
   /** primary: the database whose changes the index follows. */
-  constructor(primary: Db, private readonly limits: SearchLimits, options: SyncOptions) {
+  constructor(
+    primary: Db,
+    private readonly limits: SearchLimits,
+    options: SyncOptions,
+  ) {
     this.sync = new IndexSync(primary, options);
     this.turns = new Turns(limits);
   }
@@ -141,7 +155,12 @@ export class Searcher implements SearchEngine {
   stats(): SearchStats {
     if (!this.counted || Date.now() - this.counted.at > 1000) {
       const index = this.sync.latest;
-      this.counted = { at: Date.now(), personen: index.personen.lexemes.rows.size, werke: index.werke.lexemes.rows.size, bytes: index.bytes };
+      this.counted = {
+        at: Date.now(),
+        personen: index.personen.lexemes.rows.size,
+        werke: index.werke.lexemes.rows.size,
+        bytes: index.bytes,
+      };
     }
     const { personen, werke, bytes } = this.counted;
     return { personen, werke, bytes, searches: this.searches, ...this.sync.stats };
@@ -150,7 +169,12 @@ export class Searcher implements SearchEngine {
   /** The search one request runs (requestSearch), on this process's index. */
   forRequest(version: () => Promise<bigint | null>, db: Db): RequestSearch {
     return requestSearch({
-      primary: this.sync.db, db, version, turns: this.turns, timeoutMs: this.limits.timeoutMs, stemsHere: false,
+      primary: this.sync.db,
+      db,
+      version,
+      turns: this.turns,
+      timeoutMs: this.limits.timeoutMs,
+      stemsHere: false,
       search: (spec, wanted) => this.search(spec, wanted, db),
     });
   }
@@ -170,7 +194,12 @@ export class Searcher implements SearchEngine {
   }
 
   /** The words of the lines as the index knows them: stems, and the words they stand for. */
-  private async words(db: Db, index: WordIndex, lines: readonly ParsedLine[], given: Stems | null): Promise<Map<string, WordInfo>> {
+  private async words(
+    db: Db,
+    index: WordIndex,
+    lines: readonly ParsedLine[],
+    given: Stems | null,
+  ): Promise<Map<string, WordInfo>> {
     const lookups = lookupsOf(lines);
     // Twelve one-letter wildcards share what one may have: the query stays a few hundred lexemes.
     const expanding = lookups.filter((l) => l.expansion !== null).length;
@@ -186,11 +215,19 @@ export class Searcher implements SearchEngine {
   }
 
   /** Each word's stem (null for a stop word): the vocabulary's, or PostgreSQL's German stemmer's. */
-  private async stemsOf(db: Db, index: WordIndex, words: string[], given: Stems | null): Promise<Map<string, string | null>> {
+  private async stemsOf(
+    db: Db,
+    index: WordIndex,
+    words: string[],
+    given: Stems | null,
+  ): Promise<Map<string, string | null>> {
     const stems = new Map<string, string | null>();
     const unknown: string[] = [];
     for (const word of new Set(words)) {
-      const stem = index.vocabulary.stemOf(word) ?? this.stems.get(word) ?? (given && Object.hasOwn(given, word) ? given[word] : undefined);
+      const stem =
+        index.vocabulary.stemOf(word) ??
+        this.stems.get(word) ??
+        (given && Object.hasOwn(given, word) ? given[word] : undefined);
       if (stem === undefined) unknown.push(word);
       else stems.set(word, stem);
     }
@@ -209,13 +246,21 @@ export class Searcher implements SearchEngine {
     const { cap } = this.limits;
     const words = await this.words(db, index, spec.lines, given);
     await this.loop.next();
-    const found: Found = { total: 0, exact: true, hits: [], facets: { rtype: [], creator: [], decade: [] }, marks: marksOf(spec.lines, words) };
+    const found: Found = {
+      total: 0,
+      exact: true,
+      hits: [],
+      facets: { rtype: [], creator: [], decade: [] },
+      marks: marksOf(spec.lines, words),
+    };
     // Persons have no type and no year: a facet that asks for one leaves them out.
     const noPersons = spec.scope === 'werke' || spec.facets.some((f) => f.mode === 'include' && f.name !== 'creator');
     const plans = [
       noPersons ? null : kindPlan(spec.lines, 'person', words, index),
       spec.scope === 'personen' ? null : kindPlan(spec.lines, 'werk', words, index),
-    ].filter((p): p is Plan => p !== null).map((p) => ({ ...p, rows: withFacets(p.rows, p.kind, spec.facets, index) }));
+    ]
+      .filter((p): p is Plan => p !== null)
+      .map((p) => ({ ...p, rows: withFacets(p.rows, p.kind, spec.facets, index) }));
     const hits: Hits = { person: { ids: [], scores: [] }, werk: { ids: [], scores: [] } };
     let stopped = 0;
     for (const plan of plans) {
@@ -235,12 +280,18 @@ export class Searcher implements SearchEngine {
     }
     found.total = hits.person.ids.length + hits.werk.ids.length;
     if (stopped > 0 && found.total === 0) {
-      throw new HttpError(400, `The search ${quoteTerms(spec.lines)} checked the first ${stopped} rows that have its words for its phrases, exact or begins_with, and none matched: its words are in most rows. Add a rarer word or more letters, or a facet.`);
+      throw new HttpError(
+        400,
+        `The search ${quoteTerms(spec.lines)} checked the first ${stopped} rows that have its words for its phrases, exact or begins_with, and none matched: its words are in most rows. Add a rarer word or more letters, or a facet.`,
+      );
     }
     // Past the end of a search whose hits were all taken: an empty page, as any list has. Past
     // the hits taken by one that had more: those were never taken.
     if (!found.exact && spec.offset >= found.total) {
-      throw new HttpError(400, `Parameter offset is ${spec.offset}; a search pages through the first ${cap} hits of each kind only (${found.total} here). Add words or a facet to narrow it.`);
+      throw new HttpError(
+        400,
+        `Parameter offset is ${spec.offset}; a search pages through the first ${cap} hits of each kind only (${found.total} here). Add words or a facet to narrow it.`,
+      );
     }
     found.facets = facetsOf(hits, index);
     return { found, page: pageOf(hits, spec, index) };
@@ -248,11 +299,13 @@ export class Searcher implements SearchEngine {
 
   /** The folded descriptions of works, for the phrases checked on them (they stay in the database). */
   private async describe(db: Db, ids: number[]): Promise<Descriptions> {
-    const rows = await this.turns.within(() => db.query<{ id: number; text: string; described: boolean }>(
-      `SELECT w.id, coalesce(w.suche_text, '') AS text, search_fold(w.beschreibung) <> '' AS described FROM werk w WHERE w.id = ANY($1::int[])`,
-      [ids],
-      { name: 'search-descriptions', timeoutMs: this.limits.timeoutMs },
-    ));
+    const rows = await this.turns.within(() =>
+      db.query<{ id: number; text: string; described: boolean }>(
+        `SELECT w.id, coalesce(w.suche_text, '') AS text, search_fold(w.beschreibung) <> '' AS described FROM werk w WHERE w.id = ANY($1::int[])`,
+        [ids],
+        { name: 'search-descriptions', timeoutMs: this.limits.timeoutMs },
+      ),
+    );
     return new Map(rows.map((r) => [r.id, { text: r.text, described: r.described }]));
   }
 }

@@ -21,7 +21,16 @@ const statsMs = 1000;
 /** A connection unused this long is closed, well before the search process closes it (60 s). */
 const idleMs = 30_000;
 
-const noStats: SearchStats = { personen: 0, werke: 0, bytes: 0, searches: 0, catchUps: 0, reloads: 0, snapshotsTaken: 0, snapshotsWritten: 0 };
+const noStats: SearchStats = {
+  personen: 0,
+  werke: 0,
+  bytes: 0,
+  searches: 0,
+  catchUps: 0,
+  reloads: 0,
+  snapshotsTaken: 0,
+  snapshotsWritten: 0,
+};
 
 export class SearchClient implements SearchEngine {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: maxConnections, timeout: idleMs });
@@ -30,7 +39,11 @@ export class SearchClient implements SearchEngine {
   private lastStats: SearchStats = noStats;
 
   /** socket: where the search process listens; primary: the database whose changes its index follows. */
-  constructor(private readonly socket: string, private readonly primary: Db, private readonly limits: SearchLimits) {
+  constructor(
+    private readonly socket: string,
+    private readonly primary: Db,
+    private readonly limits: SearchLimits,
+  ) {
     this.turns = new Turns(limits);
   }
 
@@ -49,7 +62,10 @@ export class SearchClient implements SearchEngine {
    */
   stats(): Promise<SearchStats> {
     if (!this.counted || Date.now() - this.counted.at > 1000) {
-      const asked = this.ask<SearchStats>('GET', '/stats', null, true, statsMs).then((stats) => (this.lastStats = stats), () => this.lastStats);
+      const asked = this.ask<SearchStats>('GET', '/stats', null, true, statsMs).then(
+        (stats) => (this.lastStats = stats),
+        () => this.lastStats,
+      );
       this.counted = { at: Date.now(), stats: asked };
     }
     return this.counted.stats;
@@ -58,7 +74,12 @@ export class SearchClient implements SearchEngine {
   /** The search one request runs (requestSearch in searcher.ts), on the search process's index. */
   forRequest(version: () => Promise<bigint | null>, db: Db): RequestSearch {
     return requestSearch({
-      primary: this.primary, db, version, turns: this.turns, timeoutMs: this.limits.timeoutMs, stemsHere: true,
+      primary: this.primary,
+      db,
+      version,
+      turns: this.turns,
+      timeoutMs: this.limits.timeoutMs,
+      stemsHere: true,
       search: (spec, wanted, stems) => this.find(spec, wanted, stems),
     });
   }
@@ -68,39 +89,55 @@ export class SearchClient implements SearchEngine {
     return this.ask<Searched>('POST', '/find', { spec, version, stems } satisfies Question);
   }
 
-  private ask<T>(method: 'GET' | 'POST', path: string, body: unknown, again = true, timeoutMs = this.limits.timeoutMs + this.limits.waitMs + marginMs): Promise<T> {
+  private ask<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    body: unknown,
+    again = true,
+    timeoutMs = this.limits.timeoutMs + this.limits.waitMs + marginMs,
+  ): Promise<T> {
     const text = body === null ? undefined : JSON.stringify(body);
     return new Promise<T>((resolve, reject) => {
-      const req = http.request({
-        // The figures on a connection of their own: they wait for no search.
-        socketPath: this.socket, agent: method === 'GET' ? false : this.agent, method, path,
-        timeout: timeoutMs,
-        headers: text === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) },
-      }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('error', () => reject(indexNotRead()));
-        res.on('end', () => {
-          try {
-            const value = JSON.parse(Buffer.concat(chunks).toString('utf8')) as T | Carried;
-            if (res.statusCode !== 200) return reject(uncarry(value as Carried));
-            resolve(value as T);
-          } catch {
-            reject(indexNotRead());
-          }
-        });
-      });
+      const req = http.request(
+        {
+          // The figures on a connection of their own: they wait for no search.
+          socketPath: this.socket,
+          agent: method === 'GET' ? false : this.agent,
+          method,
+          path,
+          timeout: timeoutMs,
+          headers:
+            text === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('error', () => reject(indexNotRead()));
+          res.on('end', () => {
+            try {
+              const value = JSON.parse(Buffer.concat(chunks).toString('utf8')) as T | Carried;
+              if (res.statusCode !== 200) return reject(uncarry(value as Carried));
+              resolve(value as T);
+            } catch {
+              reject(indexNotRead());
+            }
+          });
+        },
+      );
       // Not listening yet (ENOENT, ECONNREFUSED), or gone while it answered (ECONNRESET). A
       // kept connection the search process closed as it was reused is tried once more, anew.
       let timedOut = false;
       req.on('error', () => {
-        if (again && req.reusedSocket && !timedOut) this.ask<T>(method, path, body, false, timeoutMs).then(resolve, reject);
+        if (again && req.reusedSocket && !timedOut)
+          this.ask<T>(method, path, body, false, timeoutMs).then(resolve, reject);
         else reject(indexNotRead());
       });
       req.on('timeout', () => {
         timedOut = true;
         req.destroy();
-        reject(new HttpError(503, 'The search took too long; try again in a moment.', { headers: { 'retry-after': '5' } }));
+        reject(
+          new HttpError(503, 'The search took too long; try again in a moment.', { headers: { 'retry-after': '5' } }),
+        );
       });
       req.end(text);
     });

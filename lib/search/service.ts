@@ -15,7 +15,11 @@ import type { SearchLimits, SearchSpec } from './spec.ts';
 const maxQuestionBytes = 256 * 1024;
 
 /** What a worker sends to /find; stems: of the search's words, read where the request reads, when the primary cannot be asked. */
-export interface Question { spec: SearchSpec; version: string | null | 'latest'; stems: Stems | null }
+export interface Question {
+  spec: SearchSpec;
+  version: string | null | 'latest';
+  stems: Stems | null;
+}
 
 /** A stem as long as any a word of a search may have: a term is 200 characters at most. */
 const maxStemLength = 200;
@@ -23,7 +27,9 @@ const maxStemLength = 200;
 /** Stems as a worker sends them, each a string or null; anything else is left out (the primary is asked then). */
 function stemsOf(value: unknown): Stems | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
-  const entries = Object.entries(value).filter(([, stem]) => stem === null || (typeof stem === 'string' && stem.length <= maxStemLength));
+  const entries = Object.entries(value).filter(
+    ([, stem]) => stem === null || (typeof stem === 'string' && stem.length <= maxStemLength),
+  );
   return Object.fromEntries(entries) as Stems;
 }
 
@@ -45,10 +51,14 @@ export function carry(err: unknown): Carried {
 
 export function uncarry(carried: Carried): Error {
   switch (carried.kind) {
-    case 'http': return new HttpError(carried.status, carried.message, { headers: carried.headers });
-    case 'unavailable': return new DbUnavailableError(carried.message);
-    case 'input': return new DbInputError(carried.message);
-    default: return new Error(`the search process: ${carried.message}`);
+    case 'http':
+      return new HttpError(carried.status, carried.message, { headers: carried.headers });
+    case 'unavailable':
+      return new DbUnavailableError(carried.message);
+    case 'input':
+      return new DbInputError(carried.message);
+    default:
+      return new Error(`the search process: ${carried.message}`);
   }
 }
 
@@ -66,7 +76,8 @@ function send(res: http.ServerResponse, status: number, value: unknown): void {
 export function serveSearches(searcher: Searcher): http.Server {
   return http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
     if (req.method === 'GET' && req.url === '/stats') return send(res, 200, searcher.stats());
-    if (req.method !== 'POST' || req.url !== '/find') return send(res, 404, carry(new HttpError(404, `no ${req.method} ${req.url}`)));
+    if (req.method !== 'POST' || req.url !== '/find')
+      return send(res, 404, carry(new HttpError(404, `no ${req.method} ${req.url}`)));
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {
@@ -114,7 +125,9 @@ export interface ServiceOptions {
  */
 export async function runSearchService(db: Db, options: ServiceOptions): Promise<void> {
   const searcher = new Searcher(db, options.limits, {
-    onError: options.onError, snapshot: options.snapshot, onNote: (message) => console.log(`portfolio: ${message}`),
+    onError: options.onError,
+    snapshot: options.snapshot,
+    onNote: (message) => console.log(`portfolio: ${message}`),
   });
   const server = serveSearches(searcher);
   // It listens under a name of its own and takes the socket's name once its index is read: the
@@ -139,7 +152,10 @@ export async function runSearchService(db: Db, options: ServiceOptions): Promise
     if (stopping) return;
     stopping = true;
     server.close(() => {
-      void searcher.close().finally(() => db.close()).finally(() => process.exit(0));
+      void searcher
+        .close()
+        .finally(() => db.close())
+        .finally(() => process.exit(0));
     });
     server.closeIdleConnections();
     setTimeout(() => server.closeAllConnections(), 5000).unref();

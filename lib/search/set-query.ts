@@ -15,13 +15,13 @@ export const NONE: Query = { t: 'sets', sets: [] };
 export function andQuery(parts: Query[]): Query {
   if (parts.some(isNone)) return NONE;
   const rest = parts.filter((p) => p.t !== 'all');
-  return rest.length === 0 ? ALL : rest.length === 1 ? rest[0] as Query : { t: 'and', parts: rest };
+  return rest.length === 0 ? ALL : rest.length === 1 ? (rest[0] as Query) : { t: 'and', parts: rest };
 }
 
 export function orQuery(parts: Query[]): Query {
   if (parts.some((p) => p.t === 'all')) return ALL;
   const rest = parts.filter((p) => !isNone(p));
-  return rest.length === 0 ? NONE : rest.length === 1 ? rest[0] as Query : { t: 'or', parts: rest };
+  return rest.length === 0 ? NONE : rest.length === 1 ? (rest[0] as Query) : { t: 'or', parts: rest };
 }
 
 function isNone(query: Query): boolean {
@@ -35,11 +35,16 @@ export function notQuery(part: Query): Query {
 /** Whether the row is in the query's rows (all: the kind's rows). */
 export function contains(query: Query, id: number, rows: IdSet): boolean {
   switch (query.t) {
-    case 'all': return rows.has(id);
-    case 'sets': return inAny(query.sets, id);
-    case 'not': return rows.has(id) && !contains(query.part, id, rows);
-    case 'and': return query.parts.every((p) => contains(p, id, rows));
-    case 'or': return query.parts.some((p) => contains(p, id, rows));
+    case 'all':
+      return rows.has(id);
+    case 'sets':
+      return inAny(query.sets, id);
+    case 'not':
+      return rows.has(id) && !contains(query.part, id, rows);
+    case 'and':
+      return query.parts.every((p) => contains(p, id, rows));
+    case 'or':
+      return query.parts.some((p) => contains(p, id, rows));
   }
 }
 

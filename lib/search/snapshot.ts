@@ -106,7 +106,7 @@ export class SnapshotWriter {
   }
 
   private async writeAll(bytes: Buffer): Promise<void> {
-    for (let at = 0; at < bytes.length;) at += (await this.file.write(bytes, at, bytes.length - at)).bytesWritten;
+    for (let at = 0; at < bytes.length; ) at += (await this.file.write(bytes, at, bytes.length - at)).bytesWritten;
   }
 }
 
@@ -150,7 +150,7 @@ export class SnapshotReader {
     const held = Math.min(length, this.window.length - this.at);
     this.window.copy(buffer, 0, this.at, this.at + held);
     this.at += held;
-    for (let filled = held; filled < length;) {
+    for (let filled = held; filled < length; ) {
       const read = readSync(this.fd, buffer, filled, length - filled, null);
       if (read === 0) throw new Error('the file ends in the middle of a part');
       filled += read;
@@ -187,7 +187,11 @@ export class SnapshotReader {
   verified(): boolean {
     const digest = this.hash.digest();
     const length = this.take(4, false).readUInt32LE(0);
-    return length === digest.length && this.take(length, false).equals(digest) && this.window.length - this.at + this.left === 0;
+    return (
+      length === digest.length &&
+      this.take(length, false).equals(digest) &&
+      this.window.length - this.at + this.left === 0
+    );
   }
 
   /** The next n bytes, valid until the next call; hashed unless it is the hash. */
@@ -209,7 +213,7 @@ export class SnapshotReader {
     const held = this.window.length - this.at;
     const window = Buffer.allocUnsafe(Math.min(held + this.left, Math.max(chunkBytes, n)));
     this.window.copy(window, 0, this.at);
-    for (let filled = held; filled < window.length;) {
+    for (let filled = held; filled < window.length; ) {
       const read = readSync(this.fd, window, filled, window.length - filled, null);
       if (read === 0) throw new Error('the file ends in the middle of a part');
       filled += read;
@@ -288,8 +292,13 @@ export function openSnapshot(path: string): OpenSnapshot {
     if (!reader.is(magic)) throw new Error('it is not a snapshot of this layout');
     const header = reader.value<SnapshotHeader>();
     const fields = ['database', 'timeline', 'snapshot', 'version', 'endianness'] as const;
-    if (typeof header !== 'object' || header === null || !fields.every((f) => typeof header[f] === 'string') || !/^\d+$/.test(header.version)) {
-      throw new Error('its header is not a snapshot\'s');
+    if (
+      typeof header !== 'object' ||
+      header === null ||
+      !fields.every((f) => typeof header[f] === 'string') ||
+      !/^\d+$/.test(header.version)
+    ) {
+      throw new Error("its header is not a snapshot's");
     }
     if (header.endianness !== os.endianness()) throw new Error('it was written on a machine of another byte order');
     return {

@@ -37,7 +37,10 @@ export interface Hit {
   jahr: number | null;
 }
 
-export interface FacetValue { value: string; count: number }
+export interface FacetValue {
+  value: string;
+  count: number;
+}
 
 export interface Found {
   total: number;
@@ -49,7 +52,16 @@ export interface Found {
   marks: string[];
 }
 
-export interface SearchStats { personen: number; werke: number; bytes: number; searches: number; catchUps: number; reloads: number; snapshotsTaken: number; snapshotsWritten: number }
+export interface SearchStats {
+  personen: number;
+  werke: number;
+  bytes: number;
+  searches: number;
+  catchUps: number;
+  reloads: number;
+  snapshotsTaken: number;
+  snapshotsWritten: number;
+}
 
 /** A search as a request runs it (lib/page/script-request.ts). */
 export interface RequestSearch {
@@ -70,7 +82,12 @@ export interface SearchLimits {
 
 /** A process's search limits, as the settings give them (lib/config.ts). */
 export function limitsOf(config: Config): SearchLimits {
-  return { cap: config.searchMaxHits, timeoutMs: config.searchTimeoutMs, concurrency: config.searchConcurrency, waitMs: config.searchWaitMs };
+  return {
+    cap: config.searchMaxHits,
+    timeoutMs: config.searchTimeoutMs,
+    concurrency: config.searchConcurrency,
+    waitMs: config.searchWaitMs,
+  };
 }
 /** The hits taken of each kind: ids in order, and their scores. */
 export type Hits = Record<Kind, { ids: number[]; scores: number[] }>;

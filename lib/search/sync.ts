@@ -29,7 +29,12 @@ export interface SyncOptions {
 }
 
 /** How the index has been read: catch-ups and whole readings since the start, and snapshots written and taken. */
-export interface SyncStats { catchUps: number; reloads: number; snapshotsWritten: number; snapshotsTaken: number }
+export interface SyncStats {
+  catchUps: number;
+  reloads: number;
+  snapshotsWritten: number;
+  snapshotsTaken: number;
+}
 
 export class IndexSync {
   private index = new WordIndex();
@@ -51,7 +56,10 @@ export class IndexSync {
   /** Whether everything has been read once since the start. */
   read = false;
 
-  constructor(readonly db: Db, private readonly options: SyncOptions) {}
+  constructor(
+    readonly db: Db,
+    private readonly options: SyncOptions,
+  ) {}
 
   /** The index as it last caught up, for when the database cannot be asked. */
   get latest(): WordIndex {
@@ -77,15 +85,30 @@ export class IndexSync {
         break;
       } catch (err) {
         if (this.closed) return;
-        this.options.onError(`search index: reading it failed, trying again in ${retryMs / 1000} s: ${(err as Error).message}`);
+        this.options.onError(
+          `search index: reading it failed, trying again in ${retryMs / 1000} s: ${(err as Error).message}`,
+        );
         await new Promise((resolve) => setTimeout(resolve, retryMs).unref());
       }
     }
     this.read = true;
     if (this.closed) return;
     if (!taken) void this.save();
-    this.timers.push(setInterval(() => this.step().catch((err: unknown) => this.options.onError(`search index: ${(err as Error).message}`)), followMs).unref());
-    this.timers.push(setInterval(() => this.prune().catch((err: unknown) => this.options.onError(`search index: deleting old change notes failed: ${(err as Error).message}`)), pruneMs).unref());
+    this.timers.push(
+      setInterval(
+        () => this.step().catch((err: unknown) => this.options.onError(`search index: ${(err as Error).message}`)),
+        followMs,
+      ).unref(),
+    );
+    this.timers.push(
+      setInterval(
+        () =>
+          this.prune().catch((err: unknown) =>
+            this.options.onError(`search index: deleting old change notes failed: ${(err as Error).message}`),
+          ),
+        pruneMs,
+      ).unref(),
+    );
     this.timers.push(setInterval(() => void this.save(), saveMs).unref());
   }
 
@@ -168,13 +191,21 @@ export class IndexSync {
       // Written meanwhile by a call before this one, at this version.
       if (this.version === this.savedVersion) return;
       const version = this.version;
-      const header: SnapshotHeader = { database: this.database, timeline: this.timeline, snapshot: this.snapshot, version: String(version), endianness: os.endianness() };
+      const header: SnapshotHeader = {
+        database: this.database,
+        timeline: this.timeline,
+        snapshot: this.snapshot,
+        version: String(version),
+        endianness: os.endianness(),
+      };
       try {
         const started = performance.now();
         const bytes = await writeSnapshot(path, header, this.index);
         this.savedVersion = version;
         this.stats.snapshotsWritten++;
-        this.options.onNote?.(`search index: written to ${path} (${(bytes / 2 ** 20).toFixed(0)} MB in ${((performance.now() - started) / 1000).toFixed(1)} s)`);
+        this.options.onNote?.(
+          `search index: written to ${path} (${(bytes / 2 ** 20).toFixed(0)} MB in ${((performance.now() - started) / 1000).toFixed(1)} s)`,
+        );
       } catch (err) {
         this.options.onError(`search index: writing the snapshot ${path} failed: ${(err as Error).message}`);
       }
@@ -192,7 +223,8 @@ export class IndexSync {
     const path = this.options.snapshot as string;
     const note = this.options.onNote ?? (() => undefined);
     const refused = (err: unknown) => {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') note(`search index: ${path} not taken, reading everything: ${(err as Error).message}`);
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+        note(`search index: ${path} not taken, reading everything: ${(err as Error).message}`);
       return false;
     };
     const database = await this.databaseOf();
@@ -204,12 +236,19 @@ export class IndexSync {
     }
     try {
       const { header } = file;
-      if (header.database !== database) return refused(new Error(`it was written from another database (${header.database}, not ${database})`));
+      if (header.database !== database)
+        return refused(new Error(`it was written from another database (${header.database}, not ${database})`));
       // Checked before the index is read from the file: a file refused costs no second index in memory.
       const caught = await readChanges(this.db, header.snapshot);
       if (caught.reload) return refused(new Error('changes since it was written are no longer all noted'));
-      if (caught.timeline !== header.timeline) return refused(new Error(`the database is on another timeline (${caught.timeline}, not ${header.timeline})`));
-      if (BigInt(caught.version) < BigInt(header.version)) return refused(new Error(`the database's data version ${caught.version} is behind the file's ${header.version} (a copy from before it was restored)`));
+      if (caught.timeline !== header.timeline)
+        return refused(new Error(`the database is on another timeline (${caught.timeline}, not ${header.timeline})`));
+      if (BigInt(caught.version) < BigInt(header.version))
+        return refused(
+          new Error(
+            `the database's data version ${caught.version} is behind the file's ${header.version} (a copy from before it was restored)`,
+          ),
+        );
       const index = new WordIndex();
       try {
         await file.restore(index);
@@ -224,7 +263,9 @@ export class IndexSync {
       this.version = BigInt(caught.version);
       this.savedVersion = BigInt(header.version);
       this.stats.snapshotsTaken++;
-      note(`search index: taken from ${path} (${index.personen.lexemes.rows.size} persons, ${index.werke.lexemes.rows.size} works, version ${header.version} → ${caught.version})`);
+      note(
+        `search index: taken from ${path} (${index.personen.lexemes.rows.size} persons, ${index.werke.lexemes.rows.size} works, version ${header.version} → ${caught.version})`,
+      );
       return true;
     } finally {
       file.close();
@@ -263,7 +304,9 @@ export class IndexSync {
       .then(() => {
         if (!this.closed) void this.save();
       })
-      .catch((err: unknown) => this.options.onError(`search index: reading everything again failed: ${(err as Error).message}`))
+      .catch((err: unknown) =>
+        this.options.onError(`search index: reading everything again failed: ${(err as Error).message}`),
+      )
       .finally(() => {
         this.reading = null;
       });

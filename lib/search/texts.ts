@@ -25,9 +25,12 @@ export function textsOf(kind: Kind, index: WordIndex, descriptions: Descriptions
   return {
     text: (tag, id, prefix) => {
       switch (tag) {
-        case 't': return werke.folded.get(id);
-        case 'c': return personen.folded.get(werke.person.get(id));
-        case 'r': return foldedArt(index, werke.art.get(id));
+        case 't':
+          return werke.folded.get(id);
+        case 'c':
+          return personen.folded.get(werke.person.get(id));
+        case 'r':
+          return foldedArt(index, werke.art.get(id));
         case 'y': {
           const jahr = werke.jahr.get(id);
           return jahr === noYear ? '' : String(jahr);

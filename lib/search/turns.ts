@@ -41,7 +41,11 @@ export class Turns {
     try {
       return await fn();
     } catch (err) {
-      if ((err as { code?: string }).code === '57014') throw busy('The search took too long and was stopped; try again in a moment, or with fewer or longer words.', err);
+      if ((err as { code?: string }).code === '57014')
+        throw busy(
+          'The search took too long and was stopped; try again in a moment, or with fewer or longer words.',
+          err,
+        );
       throw err;
     } finally {
       const next = this.waiting.shift();

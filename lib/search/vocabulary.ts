@@ -112,7 +112,8 @@ export class Vocabulary {
       else high = middle;
     }
     const words: string[] = [];
-    for (let i = low; i < sorted.length && (sorted[i] as string).startsWith(start); i++) words.push(sorted[i] as string);
+    for (let i = low; i < sorted.length && (sorted[i] as string).startsWith(start); i++)
+      words.push(sorted[i] as string);
     return words;
   }
 
@@ -135,7 +136,8 @@ export class Vocabulary {
       let i = 0;
       let j = 0;
       while (i < this.sorted.length || j < added.length) {
-        if (j === added.length || (i < this.sorted.length && (this.sorted[i] as string) < (added[j] as string))) merged.push(this.sorted[i++] as string);
+        if (j === added.length || (i < this.sorted.length && (this.sorted[i] as string) < (added[j] as string)))
+          merged.push(this.sorted[i++] as string);
         else merged.push(added[j++] as string);
       }
       this.sorted = merged;

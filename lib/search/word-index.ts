@@ -161,8 +161,15 @@ export class WordIndex implements Saved {
   /** Gives back the room the texts and the sets grew by while the index was read, one part at a time with a turn of the event loop after each. */
   async fit(): Promise<void> {
     for (const part of [
-      this.personen.folded, this.personen.author, this.werke.folded,
-      this.personen.lexemes, this.personen.byName, this.werke.lexemes, this.werke.byArt, this.werke.byDecade, this.werke.byCreator,
+      this.personen.folded,
+      this.personen.author,
+      this.werke.folded,
+      this.personen.lexemes,
+      this.personen.byName,
+      this.werke.lexemes,
+      this.werke.byArt,
+      this.werke.byDecade,
+      this.werke.byCreator,
     ]) {
       part.fit();
       await nextTurn();

@@ -15,13 +15,23 @@ function harness(queue: CheckQueue) {
   const finish = new Map<string, () => void>();
   const answers = new Map<string, string>();
   const check = (client: string, name: string, signal?: AbortSignal) => {
-    const answer = queue.run(client, () => new Promise<void>((resolve) => {
-      started.push(name);
-      finish.set(name, resolve);
-    }), signal).then(() => 'done', (err: unknown) => {
-      assert.ok(err instanceof HttpError);
-      return `${err.status} ${err.options.headers?.['retry-after'] ?? '-'}`;
-    });
+    const answer = queue
+      .run(
+        client,
+        () =>
+          new Promise<void>((resolve) => {
+            started.push(name);
+            finish.set(name, resolve);
+          }),
+        signal,
+      )
+      .then(
+        () => 'done',
+        (err: unknown) => {
+          assert.ok(err instanceof HttpError);
+          return `${err.status} ${err.options.headers?.['retry-after'] ?? '-'}`;
+        },
+      );
     void answer.then((text) => answers.set(name, text));
     return answer;
   };
@@ -58,7 +68,7 @@ describe('CheckQueue', () => {
     assert.deepEqual(started, ['a1', 'a2', 'a3', 'a4', 'a5']);
   });
 
-  test('a full line makes room for a quieter client: the noisiest client\'s newest check is answered 503', async () => {
+  test("a full line makes room for a quieter client: the noisiest client's newest check is answered 503", async () => {
     const queue = new CheckQueue({ ...limits, total: 4 });
     const { started, answers, check, end } = harness(queue);
     for (const name of ['a1', 'a2', 'a3', 'a4', 'a5']) void check('198.51.100.1', name);

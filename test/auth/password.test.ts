@@ -34,7 +34,13 @@ describe('hashPassword and verifyPassword', () => {
   });
 
   test('never match a malformed hash or one with parameters beyond the limits', async () => {
-    for (const stored of ['', 'plain-text', 'scrypt$N=131072,r=8,p=1$c2FsdA$a2V5', `scrypt$N=${2 ** 24},r=8,p=1$${'A'.repeat(22)}$${'A'.repeat(86)}`, `scrypt$N=1000,r=8,p=1$${'A'.repeat(22)}$${'A'.repeat(86)}`]) {
+    for (const stored of [
+      '',
+      'plain-text',
+      'scrypt$N=131072,r=8,p=1$c2FsdA$a2V5',
+      `scrypt$N=${2 ** 24},r=8,p=1$${'A'.repeat(22)}$${'A'.repeat(86)}`,
+      `scrypt$N=1000,r=8,p=1$${'A'.repeat(22)}$${'A'.repeat(86)}`,
+    ]) {
       assert.equal(await verifyPassword('anything', stored), false, stored);
     }
   });
@@ -57,13 +63,21 @@ describe('the demo accounts', () => {
   test('have the hashes of the passwords docs/operations.md names', async () => {
     const sql = readFileSync(path.join(root, 'sql', 'demo-accounts.sql'), 'utf8');
     const manual = readFileSync(path.join(root, 'docs/operations.md'), 'utf8');
-    const rows = [...sql.matchAll(/^ {2}\('([a-z]+)', '(scrypt\$[^']+)'/gm)].map((m) => [m[1] as string, m[2] as string] as const);
-    assert.deepEqual(rows.map(([name]) => name), Object.keys(demo));
+    const rows = [...sql.matchAll(/^ {2}\('([a-z]+)', '(scrypt\$[^']+)'/gm)].map(
+      (m) => [m[1] as string, m[2] as string] as const,
+    );
+    assert.deepEqual(
+      rows.map(([name]) => name),
+      Object.keys(demo),
+    );
     for (const [name, hash] of rows) {
       const password = demo[name as keyof typeof demo].password;
       assert.match(hash, storedFormat, name);
       assert.equal(await verifyPassword(password, hash), true, name);
-      assert.ok(manual.includes(`| \`${name}\` | \`${password}\` |`), `docs/operations.md names the demo password of ${name}`);
+      assert.ok(
+        manual.includes(`| \`${name}\` | \`${password}\` |`),
+        `docs/operations.md names the demo password of ${name}`,
+      );
     }
   });
 });

@@ -30,7 +30,10 @@ describe('npm run build', () => {
     assert.doesNotMatch(code, /from "[^"]*\.ts"|from "tsx/);
     assert.match(code, /\/\/# sourceMappingURL=server\.js\.map\n?$/);
     const map = JSON.parse(readFileSync(`${file}.map`, 'utf8')) as { sources: string[] };
-    assert.ok(map.sources.includes('../lib/http/http-error.ts') && map.sources.includes('../server.ts'), map.sources.join(', '));
+    assert.ok(
+      map.sources.includes('../lib/http/http-error.ts') && map.sources.includes('../server.ts'),
+      map.sources.join(', '),
+    );
     assert.ok(!map.sources.some((s) => s.startsWith('../scripts/')), 'the handler scripts stay out of the bundle');
     // esbuild only on demand: for a script changed since the build.
     assert.match(code, /import\("esbuild"\)/);
@@ -51,7 +54,9 @@ describe('npm run build', () => {
   });
 
   test('is what npm start runs, with its flags', () => {
-    const { scripts } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const { scripts } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
     assert.equal(scripts.prestart, 'npm run build');
     assert.match(scripts.start as string, /^NODE_ENV=production node .*dist\/server\.js$/);
     assert.deepEqual(startArguments().slice(-1), [serverBundle]);
@@ -80,7 +85,12 @@ describe('the built server', () => {
     assert.ok(!commandLine.includes('tsx'), commandLine.join(' '));
   });
 
-  for (const [target, accept] of [['/person/max-muster.json', '*/*'], ['/person/max-muster.xml', '*/*'], ['/person/max-muster', 'text/html'], ['/personen.json', '*/*']] as const) {
+  for (const [target, accept] of [
+    ['/person/max-muster.json', '*/*'],
+    ['/person/max-muster.xml', '*/*'],
+    ['/person/max-muster', 'text/html'],
+    ['/personen.json', '*/*'],
+  ] as const) {
     test(`answers ${target} (${accept}) byte for byte as the sources do`, async () => {
       const built = await rawRequest(product.origin, target, { headers: { accept } });
       const expected = await rawRequest(sources.origin, target, { headers: { accept } });
@@ -92,11 +102,12 @@ describe('the built server', () => {
   }
 
   test('runs no compiler: every script comes compiled from the build', async () => {
-    for (const file of readdirSync(path.join(root, 'scripts'))) await rawRequest(product.origin, `/${file.replace(/\.ts$/, '.php')}`);
+    for (const file of readdirSync(path.join(root, 'scripts')))
+      await rawRequest(product.origin, `/${file.replace(/\.ts$/, '.php')}`);
     assert.deepEqual(compilersOf(product), []);
   });
 
-  test('answers a script\'s HttpError with its status: an unknown person is a 404 problem', async () => {
+  test("answers a script's HttpError with its status: an unknown person is a 404 problem", async () => {
     const res = await rawRequest(product.origin, '/person/niemand-hier.json');
     assert.equal(res.status, 404);
     assert.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8');
@@ -106,7 +117,7 @@ describe('the built server', () => {
   });
 });
 
-describe('the built server\'s error log', () => {
+describe("the built server's error log", () => {
   let own: OwnProgram;
   let product: Program;
 
@@ -120,8 +131,14 @@ describe('the built server\'s error log', () => {
     const res = await rawRequest(product.origin, '/boom');
     assert.equal(res.status, 500);
     assert.equal(res.body, '');
-    const log = await waitFor(() => product.readLog('error.log'), (text) => text.includes('boom.ts'));
-    assert.match(log, /\] TypeError: Cannot read properties of undefined \(reading 'titel'\) in test\/fixtures\/scripts\/boom\.ts on line 9\n/);
+    const log = await waitFor(
+      () => product.readLog('error.log'),
+      (text) => text.includes('boom.ts'),
+    );
+    assert.match(
+      log,
+      /\] TypeError: Cannot read properties of undefined \(reading 'titel'\) in test\/fixtures\/scripts\/boom\.ts on line 9\n/,
+    );
   });
 
   test('compiles scripts the build has not seen, as in development (which the check for a compiler sees)', async () => {
@@ -135,8 +152,16 @@ describe('the built server\'s error log', () => {
     const source = readFileSync(path.join(root, 'lib/page/script-request.ts'), 'utf8').split('\n');
     const declared = source.findIndex((l) => l.startsWith('export function readNonNegativeInteger('));
     const line = declared + 1 + source.slice(declared).findIndex((l) => l.includes('query.get(name)'));
-    const log = await waitFor(() => product.readLog('error.log'), (text) => text.includes("reading 'get'"));
-    assert.match(log, new RegExp(`\\] TypeError: Cannot read properties of undefined \\(reading 'get'\\) in lib/page/script-request\\.ts on line ${line}\\n`));
+    const log = await waitFor(
+      () => product.readLog('error.log'),
+      (text) => text.includes("reading 'get'"),
+    );
+    assert.match(
+      log,
+      new RegExp(
+        `\\] TypeError: Cannot read properties of undefined \\(reading 'get'\\) in lib/page/script-request\\.ts on line ${line}\\n`,
+      ),
+    );
   });
 });
 
@@ -156,7 +181,6 @@ function compilersOf(program: Program): string[] {
   return found;
 }
 
-
 describe('a log folder that cannot be written', () => {
   test('the server starts without the default pid file and says so; a PID_FILE named that cannot be written stops the start, saying what to do', async () => {
     // A regular file where a folder should be: not writable, even for root.
@@ -169,7 +193,10 @@ describe('a log folder that cannot be written', () => {
       const program = await startProgram({ ...env, LOG_DIR: path.join(blocker, 'logs') });
       try {
         assert.equal((await rawRequest(program.origin, '/healthz')).status, 200);
-        assert.match(program.output(), /the pid file \S+\/file\/logs\/portfolio\.pid cannot be written \(ENOTDIR\); running without one/);
+        assert.match(
+          program.output(),
+          /the pid file \S+\/file\/logs\/portfolio\.pid cannot be written \(ENOTDIR\); running without one/,
+        );
       } finally {
         program.remove();
       }

@@ -32,18 +32,65 @@ describe('data generator', () => {
 
   test('fills persons and works from the seed, the same rows on every backend', async () => {
     const phases = new Set<string>();
-    const summary = await generateData(t.db, { persons: 30, works: 4, seed: 7, replace: false, onProgress: (p) => phases.add(p.phase) });
+    const summary = await generateData(t.db, {
+      persons: 30,
+      works: 4,
+      seed: 7,
+      replace: false,
+      onProgress: (p) => phases.add(p.phase),
+    });
     assert.deepEqual([summary.persons, summary.works], [30, 120]);
     assert.deepEqual([...phases], ['persons', 'works', 'indexes', 'analyze']);
-    assert.deepEqual(await t.db.query('SELECT id, slug, vorname, nachname, username, image FROM person WHERE id IN (1, 30) ORDER BY id'), [
-      { id: 1, slug: 'ben-wagner-1', vorname: 'Ben', nachname: 'Wagner', username: 'bwagner1', image: '/img/person.svg' },
-      { id: 30, slug: 'doerte-weber-30', vorname: 'Dörte', nachname: 'Weber', username: 'dweber30', image: '/img/person.svg' },
+    assert.deepEqual(
+      await t.db.query(
+        'SELECT id, slug, vorname, nachname, username, image FROM person WHERE id IN (1, 30) ORDER BY id',
+      ),
+      [
+        {
+          id: 1,
+          slug: 'ben-wagner-1',
+          vorname: 'Ben',
+          nachname: 'Wagner',
+          username: 'bwagner1',
+          image: '/img/person.svg',
+        },
+        {
+          id: 30,
+          slug: 'doerte-weber-30',
+          vorname: 'Dörte',
+          nachname: 'Weber',
+          username: 'dweber30',
+          image: '/img/person.svg',
+        },
+      ],
+    );
+    assert.deepEqual(
+      await t.db.query(
+        'SELECT id, person_id, titel, jahr, art, beschreibung FROM werk WHERE id IN (1, 120) ORDER BY id',
+      ),
+      [
+        {
+          id: 1,
+          person_id: 1,
+          titel: 'Wache Lichtung im Regen',
+          jahr: 2015,
+          art: 'Aquarell',
+          beschreibung: 'Aquarell aus der Reihe „Wache Lichtung im Regen“, entstanden in Husum; große Arbeit.',
+        },
+        {
+          id: 120,
+          person_id: 30,
+          titel: 'Der leise Sommer',
+          jahr: 1973,
+          art: 'Radierung',
+          beschreibung: 'Radierung aus der Reihe „Der leise Sommer“, entstanden in Köln; kleine Arbeit.',
+        },
+      ],
+    );
+    assert.deepEqual(await digests(), [
+      { digest: '747737d0b30e18d2ee0beffd6ecb7cee' },
+      { digest: 'a99ec9ba5229611d1783b3c95428132f' },
     ]);
-    assert.deepEqual(await t.db.query('SELECT id, person_id, titel, jahr, art, beschreibung FROM werk WHERE id IN (1, 120) ORDER BY id'), [
-      { id: 1, person_id: 1, titel: 'Wache Lichtung im Regen', jahr: 2015, art: 'Aquarell', beschreibung: 'Aquarell aus der Reihe „Wache Lichtung im Regen“, entstanden in Husum; große Arbeit.' },
-      { id: 120, person_id: 30, titel: 'Der leise Sommer', jahr: 1973, art: 'Radierung', beschreibung: 'Radierung aus der Reihe „Der leise Sommer“, entstanden in Köln; kleine Arbeit.' },
-    ]);
-    assert.deepEqual(await digests(), [{ digest: '747737d0b30e18d2ee0beffd6ecb7cee' }, { digest: 'a99ec9ba5229611d1783b3c95428132f' }]);
   });
 
   test('builds the dropped search and order indexes again', async () => {
@@ -51,8 +98,13 @@ describe('data generator', () => {
   });
 
   test('leaves the id sequences after the last generated id', async () => {
-    const [person] = await t.db.query<{ id: number }>(`INSERT INTO person (slug, vorname, nachname, username, image) VALUES ('neu-da', 'Neu', 'Da', 'neuda', '/img/person.svg') RETURNING id`);
-    const [werk] = await t.db.query<{ id: number }>(`INSERT INTO werk (person_id, titel) VALUES ($1, 'Neues Werk') RETURNING id`, [person?.id]);
+    const [person] = await t.db.query<{ id: number }>(
+      `INSERT INTO person (slug, vorname, nachname, username, image) VALUES ('neu-da', 'Neu', 'Da', 'neuda', '/img/person.svg') RETURNING id`,
+    );
+    const [werk] = await t.db.query<{ id: number }>(
+      `INSERT INTO werk (person_id, titel) VALUES ($1, 'Neues Werk') RETURNING id`,
+      [person?.id],
+    );
     assert.deepEqual([person?.id, werk?.id], [31, 121]);
   });
 
@@ -67,9 +119,15 @@ describe('data generator', () => {
 
   test('with replace, gives exactly the rows of the first run again', async () => {
     await generateData(t.db, { persons: 30, works: 4, seed: 7, replace: true });
-    assert.deepEqual(await digests(), [{ digest: '747737d0b30e18d2ee0beffd6ecb7cee' }, { digest: 'a99ec9ba5229611d1783b3c95428132f' }]);
+    assert.deepEqual(await digests(), [
+      { digest: '747737d0b30e18d2ee0beffd6ecb7cee' },
+      { digest: 'a99ec9ba5229611d1783b3c95428132f' },
+    ]);
     await generateData(t.db, { persons: 30, works: 4, seed: 8, replace: true });
-    assert.notDeepEqual(await digests(), [{ digest: '747737d0b30e18d2ee0beffd6ecb7cee' }, { digest: 'a99ec9ba5229611d1783b3c95428132f' }]);
+    assert.notDeepEqual(await digests(), [
+      { digest: '747737d0b30e18d2ee0beffd6ecb7cee' },
+      { digest: 'a99ec9ba5229611d1783b3c95428132f' },
+    ]);
   });
 });
 
@@ -89,7 +147,8 @@ describe('npm run generate', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const generate = (...args: string[]) => run(process.execPath, ['--import', 'tsx', path.join(root, 'bin/generate.ts'), ...args], { env, cwd: root });
+  const generate = (...args: string[]) =>
+    run(process.execPath, ['--import', 'tsx', path.join(root, 'bin/generate.ts'), ...args], { env, cwd: root });
 
   test('prints plain progress lines without a terminal and a summary', async () => {
     const { stdout } = await generate('--persons', '20', '--works', '3');
@@ -97,7 +156,10 @@ describe('npm run generate', () => {
     assert.equal(lines[0], 'generate: persons 100% (20/20)');
     assert.equal(lines[1], 'generate: works 100% (60/60)');
     assert.ok(lines.includes('generate: analyze 100% (1/1)'));
-    assert.match(lines.at(-1) ?? '', new RegExp(`^generate: 20 persons, 60 works in [0-9]+\\.[0-9] s \\(${backend}\\)$`));
+    assert.match(
+      lines.at(-1) ?? '',
+      new RegExp(`^generate: 20 persons, 60 works in [0-9]+\\.[0-9] s \\(${backend}\\)$`),
+    );
   });
 
   test('exits with 1 and says what to do when the database has data', async () => {

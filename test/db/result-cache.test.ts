@@ -7,7 +7,11 @@ import { ResultCache } from '../../lib/db/index.ts';
 /** The keys cache holds at version, asked for in turn: a key not held is computed and named in the result. */
 async function held(cache: ResultCache, version: bigint, keys: string[]): Promise<string[]> {
   const computed: string[] = [];
-  for (const key of keys) await cache.get(version, key, async () => { computed.push(key); return key; });
+  for (const key of keys)
+    await cache.get(version, key, async () => {
+      computed.push(key);
+      return key;
+    });
   return keys.filter((key) => !computed.includes(key));
 }
 
@@ -25,7 +29,10 @@ describe('kept results', () => {
   test('one heavier than the limit goes to its requests and is not kept, nor does it push others out', async () => {
     const cache = new ResultCache({ limit: 10, weigh: (value: string) => value.length });
     await cache.get(1n, 'small', async () => 'small');
-    const waiting = [cache.get(1n, 'large', async () => 'x'.repeat(11)), cache.get(1n, 'large', async () => 'computed twice')];
+    const waiting = [
+      cache.get(1n, 'large', async () => 'x'.repeat(11)),
+      cache.get(1n, 'large', async () => 'computed twice'),
+    ];
     assert.deepEqual(await Promise.all(waiting), ['x'.repeat(11), 'x'.repeat(11)]);
     assert.deepEqual(await held(cache, 1n, ['small', 'large']), ['small']);
   });

@@ -22,7 +22,8 @@ const programEnv = {
   PORT: '0',
   HOST: '127.0.0.1',
 };
-const onPostgres = backend === 'postgres' ? {} : { skip: 'WEB_CONCURRENCY > 1 needs PostgreSQL; run with DATABASE_URL' };
+const onPostgres =
+  backend === 'postgres' ? {} : { skip: 'WEB_CONCURRENCY > 1 needs PostgreSQL; run with DATABASE_URL' };
 
 let own: OwnProgram;
 let running: Program;
@@ -41,12 +42,19 @@ describe('worker processes', () => {
     let killedAt = 0;
     let noticedAt = Infinity;
     const outcomes = await runLoad(running.origin, {
-      concurrency: 8, durationMs: 2500, maxRequests: 3000, at: 1000,
+      concurrency: 8,
+      durationMs: 2500,
+      maxRequests: 3000,
+      at: 1000,
       action: async () => {
         process.kill(victim, 'SIGKILL');
         killedAt = performance.now();
         // From the primary's log line on, no connection goes to the dead worker any more.
-        await waitFor(() => running.readLog('error.log'), (text) => text.includes(`worker ${victim} died`), 5000);
+        await waitFor(
+          () => running.readLog('error.log'),
+          (text) => text.includes(`worker ${victim} died`),
+          5000,
+        );
         noticedAt = performance.now();
       },
     });
@@ -56,17 +64,31 @@ describe('worker processes', () => {
     // In flight on the victim: sent before the primary knew it was dead, ended after the kill.
     // A connection being handed to it at that instant is lost with it, so it ends in a time-out.
     for (const o of failed) {
-      assert.ok(o.start < noticedAt && o.end > killedAt, `a request sent ${(o.start - killedAt).toFixed(1)} ms after the kill failed`);
+      assert.ok(
+        o.start < noticedAt && o.end > killedAt,
+        `a request sent ${(o.start - killedAt).toFixed(1)} ms after the kill failed`,
+      );
       assert.ok(['ECONNRESET', 'TIMEOUT'].includes(String(o.status)), String(o.status));
     }
     // At most the 8 in flight at the kill, and those sent before the primary knew: a client whose
     // request failed sends its next at once, and it may be handed to the dead worker too.
     const sentMeanwhile = outcomes.filter((o) => o.start > killedAt && o.start < noticedAt).length;
-    assert.ok(failed.length <= 8 + sentMeanwhile, `${failed.length} failed, ${sentMeanwhile} sent between the kill and the primary's notice`);
+    assert.ok(
+      failed.length <= 8 + sentMeanwhile,
+      `${failed.length} failed, ${sentMeanwhile} sent between the kill and the primary's notice`,
+    );
     assert.ok(afterwards.length >= 20, `${afterwards.length} requests after the primary noticed`);
-    assert.deepEqual(afterwards.filter((o) => !o.ok), []);
+    assert.deepEqual(
+      afterwards.filter((o) => !o.ok),
+      [],
+    );
     const log = running.readLog('error.log');
-    assert.match(log, new RegExp(`\\[app:error\\] \\[pid ${running.child.pid}\\] worker ${victim} died \\(signal SIGKILL\\); started worker (\\d+) in its place\\n`));
+    assert.match(
+      log,
+      new RegExp(
+        `\\[app:error\\] \\[pid ${running.child.pid}\\] worker ${victim} died \\(signal SIGKILL\\); started worker (\\d+) in its place\\n`,
+      ),
+    );
     const replacement = Number(/started worker (\d+) in its place/.exec(log)?.[1]);
     await waitFor(running.output, (text) => workerPids(text).includes(replacement), 10_000);
     assert.deepEqual(workerPids(running.output()).filter((pid) => isAlive(pid)).length, 2);
@@ -75,7 +97,8 @@ describe('worker processes', () => {
   });
 
   test('are forks of the built server with the flags of npm start, as the primary is', onPostgres, async () => {
-    const commandLine = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).slice(1);
+    const commandLine = (pid: number) =>
+      readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).slice(1);
     const workers = workerPids(running.output()).filter(isAlive);
     assert.equal(workers.length, 2, running.output());
     assert.deepEqual(commandLine(running.child.pid as number), startArguments());
@@ -92,7 +115,10 @@ describe('worker processes', () => {
     // Connections go round-robin; the error-log lines of /boom name the worker that served them.
     for (let i = 0; i < 40 && pids.size < 2; i++) {
       await rawRequest(running.origin, `/boom?hup=${i}`, { headers: { connection: 'close' } });
-      const fresh = await waitFor(() => running.readLog('error.log'), (text) => text.includes(`/boom?hup=${i}`) || text.includes('boom.ts'));
+      const fresh = await waitFor(
+        () => running.readLog('error.log'),
+        (text) => text.includes(`/boom?hup=${i}`) || text.includes('boom.ts'),
+      );
       for (const match of fresh.matchAll(/\[pid (\d+)\] \[client [^\]]+\] TypeError/g)) pids.add(Number(match[1]));
     }
     assert.equal(pids.size, 2, `error-log lines came from ${[...pids].join(', ')}`);
@@ -102,47 +128,80 @@ describe('worker processes', () => {
 });
 
 describe('the metrics of worker processes', () => {
-  test('are every worker\'s added up, whichever worker is asked', onPostgres, async () => {
+  test("are every worker's added up, whichever worker is asked", onPostgres, async () => {
     const before = await answeredSlow();
     // New connections go to the workers in turn.
-    for (let i = 0; i < 10; i++) assert.equal((await rawRequest(running.origin, '/slow.json?ms=1', { headers: { connection: 'close' } })).status, 200);
+    for (let i = 0; i < 10; i++)
+      assert.equal(
+        (await rawRequest(running.origin, '/slow.json?ms=1', { headers: { connection: 'close' } })).status,
+        200,
+      );
     assert.equal(await answeredSlow(), before + 10);
   });
 });
 
 describe('a rolling reload (SIGUSR2, npm run reload)', () => {
-  test('replaces every worker under load without a failed request, on new and kept-alive connections, and keeps their counts', onPostgres, async () => {
-    const old = workerPids(running.output()).filter(isAlive);
-    assert.equal(old.length, 2);
-    const before = await answeredSlow();
-    const reload = spawn(process.execPath, ['--import', 'tsx', 'bin/reload.ts'], { cwd: root, env: { ...process.env, LOG_DIR: running.logDir, PID_FILE: '' } });
-    // PID_FILE='' turns the pid file off: the reload says so and exits 2.
-    assert.equal(await new Promise((resolve) => reload.once('exit', resolve)), 2);
-    let reloadExit: unknown = null;
-    const load = (keepAlive: boolean) => runLoad(running.origin, {
-      concurrency: 4, durationMs: 4000, maxRequests: 4000, at: 500, keepAlive,
-      action: async () => {
-        if (keepAlive) return;
-        const child = spawn(process.execPath, ['--import', 'tsx', 'bin/reload.ts'], { cwd: root, env: { ...process.env, LOG_DIR: running.logDir } });
-        reloadExit = await new Promise((resolve) => child.once('exit', resolve));
-      },
-    });
-    const [fresh, kept] = await Promise.all([load(false), load(true)]);
-    assert.equal(reloadExit, 0);
-    const log = await waitFor(() => running.readLog('error.log'), (text) => /reloaded: workers/.test(text), 10_000);
-    assert.deepEqual(fresh.filter((o) => !o.ok), []);
-    assert.deepEqual(kept.filter((o) => !o.ok), []);
-    assert.ok(fresh.length >= 50 && kept.length >= 50, `${fresh.length} and ${kept.length} requests`);
-    assert.match(log, /\[app:notice\] \[pid \d+\] reloading: replacing 2 workers one after another\n/);
-    // The old workers finish and exit; exactly two new ones serve.
-    await waitFor(() => old.filter(isAlive), (alive) => alive.length === 0, 15_000);
-    const serving = workerPids(running.output()).filter(isAlive);
-    assert.equal(serving.length, 2, `workers ${serving.join(', ')} after ${old.join(', ')}`);
-    assert.ok(serving.every((pid) => !old.includes(pid)));
-    assert.deepEqual(closeWaitSockets(running.child.pid as number), []);
-    // Every request answered counts, those of the old workers too: the sums never fall.
-    assert.equal(await answeredSlow(), before + fresh.length + kept.length);
-  });
+  test(
+    'replaces every worker under load without a failed request, on new and kept-alive connections, and keeps their counts',
+    onPostgres,
+    async () => {
+      const old = workerPids(running.output()).filter(isAlive);
+      assert.equal(old.length, 2);
+      const before = await answeredSlow();
+      const reload = spawn(process.execPath, ['--import', 'tsx', 'bin/reload.ts'], {
+        cwd: root,
+        env: { ...process.env, LOG_DIR: running.logDir, PID_FILE: '' },
+      });
+      // PID_FILE='' turns the pid file off: the reload says so and exits 2.
+      assert.equal(await new Promise((resolve) => reload.once('exit', resolve)), 2);
+      let reloadExit: unknown = null;
+      const load = (keepAlive: boolean) =>
+        runLoad(running.origin, {
+          concurrency: 4,
+          durationMs: 4000,
+          maxRequests: 4000,
+          at: 500,
+          keepAlive,
+          action: async () => {
+            if (keepAlive) return;
+            const child = spawn(process.execPath, ['--import', 'tsx', 'bin/reload.ts'], {
+              cwd: root,
+              env: { ...process.env, LOG_DIR: running.logDir },
+            });
+            reloadExit = await new Promise((resolve) => child.once('exit', resolve));
+          },
+        });
+      const [fresh, kept] = await Promise.all([load(false), load(true)]);
+      assert.equal(reloadExit, 0);
+      const log = await waitFor(
+        () => running.readLog('error.log'),
+        (text) => /reloaded: workers/.test(text),
+        10_000,
+      );
+      assert.deepEqual(
+        fresh.filter((o) => !o.ok),
+        [],
+      );
+      assert.deepEqual(
+        kept.filter((o) => !o.ok),
+        [],
+      );
+      assert.ok(fresh.length >= 50 && kept.length >= 50, `${fresh.length} and ${kept.length} requests`);
+      assert.match(log, /\[app:notice\] \[pid \d+\] reloading: replacing 2 workers one after another\n/);
+      // The old workers finish and exit; exactly two new ones serve.
+      await waitFor(
+        () => old.filter(isAlive),
+        (alive) => alive.length === 0,
+        15_000,
+      );
+      const serving = workerPids(running.output()).filter(isAlive);
+      assert.equal(serving.length, 2, `workers ${serving.join(', ')} after ${old.join(', ')}`);
+      assert.ok(serving.every((pid) => !old.includes(pid)));
+      assert.deepEqual(closeWaitSockets(running.child.pid as number), []);
+      // Every request answered counts, those of the old workers too: the sums never fall.
+      assert.equal(await answeredSlow(), before + fresh.length + kept.length);
+    },
+  );
 
   test('a worker that dies during a reload is replaced once, by the reload', onPostgres, async () => {
     const old = workerPids(running.output()).filter(isAlive);
@@ -152,41 +211,77 @@ describe('a rolling reload (SIGUSR2, npm run reload)', () => {
     // The second old worker dies while the reload starts the first new one.
     process.kill(old[1] as number, 'SIGKILL');
     await waitFor(reloads, (count) => count > done, 15_000);
-    await waitFor(() => old.filter(isAlive), (alive) => alive.length === 0, 15_000);
+    await waitFor(
+      () => old.filter(isAlive),
+      (alive) => alive.length === 0,
+      15_000,
+    );
     assert.equal(workerPids(running.output()).filter(isAlive).length, 2);
-    assert.match(running.readLog('error.log'), new RegExp(`worker ${old[1]} died \\(signal SIGKILL\\) during the reload; a new worker takes its place`));
-    for (let i = 0; i < 4; i++) assert.equal((await rawRequest(running.origin, '/slow.json?ms=1', { headers: { connection: 'close' } })).status, 200);
+    assert.match(
+      running.readLog('error.log'),
+      new RegExp(`worker ${old[1]} died \\(signal SIGKILL\\) during the reload; a new worker takes its place`),
+    );
+    for (let i = 0; i < 4; i++)
+      assert.equal(
+        (await rawRequest(running.origin, '/slow.json?ms=1', { headers: { connection: 'close' } })).status,
+        200,
+      );
   });
 
-  test('applies new migrations in the primary first; one that fails stops the reload, and the workers go on serving', onPostgres, async () => {
-    const old = workerPids(running.output()).filter(isAlive);
-    // The last migration, as if it were new: applied again, it fails (its functions exist).
-    const [last] = await own.db.db.query<{ version: string }>('SELECT max(version) AS version FROM schema_migrations');
-    await own.db.db.query('DELETE FROM schema_migrations WHERE version = $1', [last?.version]);
-    try {
-      process.kill(running.child.pid as number, 'SIGUSR2');
-      const log = await waitFor(() => running.readLog('error.log'), (text) => /reload stopped: the database could not be prepared/.test(text), 15_000);
-      assert.match(log, new RegExp(`reload stopped: the database could not be prepared \\(migration sql/${last?.version}\\.sql failed: [^\\n]+\\); the running workers go on serving`));
-      assert.deepEqual(workerPids(running.output()).filter(isAlive), old);
-      for (let i = 0; i < 4; i++) assert.equal((await rawRequest(running.origin, '/slow.json?ms=1', { headers: { connection: 'close' } })).status, 200);
-    } finally {
-      await own.db.db.query('INSERT INTO schema_migrations (version) VALUES ($1)', [last?.version]);
-    }
-  });
+  test(
+    'applies new migrations in the primary first; one that fails stops the reload, and the workers go on serving',
+    onPostgres,
+    async () => {
+      const old = workerPids(running.output()).filter(isAlive);
+      // The last migration, as if it were new: applied again, it fails (its functions exist).
+      const [last] = await own.db.db.query<{ version: string }>(
+        'SELECT max(version) AS version FROM schema_migrations',
+      );
+      await own.db.db.query('DELETE FROM schema_migrations WHERE version = $1', [last?.version]);
+      try {
+        process.kill(running.child.pid as number, 'SIGUSR2');
+        const log = await waitFor(
+          () => running.readLog('error.log'),
+          (text) => /reload stopped: the database could not be prepared/.test(text),
+          15_000,
+        );
+        assert.match(
+          log,
+          new RegExp(
+            `reload stopped: the database could not be prepared \\(migration sql/${last?.version}\\.sql failed: [^\\n]+\\); the running workers go on serving`,
+          ),
+        );
+        assert.deepEqual(workerPids(running.output()).filter(isAlive), old);
+        for (let i = 0; i < 4; i++)
+          assert.equal(
+            (await rawRequest(running.origin, '/slow.json?ms=1', { headers: { connection: 'close' } })).status,
+            200,
+          );
+      } finally {
+        await own.db.db.query('INSERT INTO schema_migrations (version) VALUES ($1)', [last?.version]);
+      }
+    },
+  );
 
   test('SIGUSR2 sent to a worker (systemctl kill, pkill) leaves it serving', onPostgres, async () => {
     const [worker] = workerPids(running.output()).filter(isAlive);
     process.kill(worker as number, 'SIGUSR2');
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.ok(isAlive(worker as number));
-    for (let i = 0; i < 4; i++) assert.equal((await rawRequest(running.origin, '/slow.json?ms=1', { headers: { connection: 'close' } })).status, 200);
+    for (let i = 0; i < 4; i++)
+      assert.equal(
+        (await rawRequest(running.origin, '/slow.json?ms=1', { headers: { connection: 'close' } })).status,
+        200,
+      );
   });
 });
 
 /** How many /slow.json requests the instance answered 200, from /metrics. */
 async function answeredSlow(): Promise<number> {
   const body = (await rawRequest(running.origin, '/metrics', { headers: { connection: 'close' } })).body;
-  return Number(/^portfolio_http_requests_total\{route="slow",method="GET",status="200"\} (\d+)$/m.exec(body)?.[1] ?? 0);
+  return Number(
+    /^portfolio_http_requests_total\{route="slow",method="GET",status="200"\} (\d+)$/m.exec(body)?.[1] ?? 0,
+  );
 }
 
 describe('SIGTERM', () => {
@@ -200,7 +295,11 @@ describe('SIGTERM', () => {
     running.child.kill('SIGTERM');
     await new Promise((resolve) => setTimeout(resolve, 300));
     await assert.rejects(rawRequest(running.origin, '/warn.xml?d=1'), { code: 'ECONNREFUSED' });
-    assert.deepEqual(await readyz(running.origin, agent), { status: 503, body: 'not ready: stopping\n', connection: 'close' });
+    assert.deepEqual(await readyz(running.origin, agent), {
+      status: 503,
+      body: 'not ready: stopping\n',
+      connection: 'close',
+    });
     agent.destroy();
     const res = await slow;
     assert.equal(res.status, 200);
@@ -215,24 +314,37 @@ describe('SIGTERM', () => {
 describe('PGlite', () => {
   test('refuses WEB_CONCURRENCY > 1 with a message that says what to do', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
-      cwd: root, env: { ...process.env, ...programEnv, DATABASE_URL: '', WEB_CONCURRENCY: '3', LOG_DIR: '-' },
+      cwd: root,
+      env: { ...process.env, ...programEnv, DATABASE_URL: '', WEB_CONCURRENCY: '3', LOG_DIR: '-' },
     });
     let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
     const code = await new Promise((resolve) => child.once('exit', resolve));
     assert.equal(code, 1);
-    assert.equal(stderr, 'portfolio could not start: WEB_CONCURRENCY > 1 needs PostgreSQL: the embedded database (PGlite) serves one process only. Set DATABASE_URL or WEB_CONCURRENCY=1.\n');
+    assert.equal(
+      stderr,
+      'portfolio could not start: WEB_CONCURRENCY > 1 needs PostgreSQL: the embedded database (PGlite) serves one process only. Set DATABASE_URL or WEB_CONCURRENCY=1.\n',
+    );
   });
 });
 
 /** /readyz through agent: the status, the text and whether the connection stays open. */
-function readyz(origin: string, agent: http.Agent): Promise<{ status: number; body: string; connection: string | undefined }> {
+function readyz(
+  origin: string,
+  agent: http.Agent,
+): Promise<{ status: number; body: string; connection: string | undefined }> {
   return new Promise((resolve, reject) => {
-    http.get(`${origin}/readyz`, { agent }, (res) => {
-      let body = '';
-      res.on('data', (chunk: Buffer) => { body += chunk.toString(); });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, connection: res.headers.connection }));
-    }).on('error', reject);
+    http
+      .get(`${origin}/readyz`, { agent }, (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => {
+          body += chunk.toString();
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, connection: res.headers.connection }));
+      })
+      .on('error', reject);
   });
 }
 
@@ -249,7 +361,12 @@ function isAlive(pid: number): boolean {
   }
 }
 
-interface Outcome { start: number; end: number; ok: boolean; status: number | string }
+interface Outcome {
+  start: number;
+  end: number;
+  ok: boolean;
+  status: number | string;
+}
 
 /** The status of a GET (on a new connection without an agent), or the error code; bounded by timeoutMs. */
 function getStatus(url: string, timeoutMs: number, agent: http.Agent | false = false): Promise<number | string> {
@@ -278,7 +395,8 @@ function closeWaitSockets(pid: number): string[] {
       // closed meanwhile
     }
   }
-  return ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((table) => readFileSync(table, 'utf8').split('\n').slice(1))
+  return ['/proc/net/tcp', '/proc/net/tcp6']
+    .flatMap((table) => readFileSync(table, 'utf8').split('\n').slice(1))
     .map((row) => row.trim().split(/\s+/))
     .filter((cells) => cells[3] === '08' && inodes.has(cells[9] ?? ''))
     .map((cells) => `${cells[1]} <- ${cells[2]}`);
@@ -288,7 +406,17 @@ function closeWaitSockets(pid: number): string[] {
  * `concurrency` clients, each sending one request per new connection (or, with keepAlive, on
  * connections it keeps) until the time or count is up.
  */
-async function runLoad(origin: string, options: { concurrency: number; durationMs: number; maxRequests: number; at: number; keepAlive?: boolean; action: () => Promise<void> }): Promise<Outcome[]> {
+async function runLoad(
+  origin: string,
+  options: {
+    concurrency: number;
+    durationMs: number;
+    maxRequests: number;
+    at: number;
+    keepAlive?: boolean;
+    action: () => Promise<void>;
+  },
+): Promise<Outcome[]> {
   const outcomes: Outcome[] = [];
   const started = performance.now();
   const timer = setTimeout(() => void options.action(), options.at);

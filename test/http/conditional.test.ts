@@ -8,7 +8,9 @@ import { fixtureEnv, startTestServer } from '../helpers.ts';
 
 describe('conditional requests', () => {
   let server: TestServer;
-  before(async () => { server = await startTestServer(); });
+  before(async () => {
+    server = await startTestServer();
+  });
   after(() => server.close());
 
   const get = (target: string, headers: Record<string, string> = {}, method = 'GET') =>
@@ -23,7 +25,10 @@ describe('conditional requests', () => {
       [again.headers.get('etag'), again.headers.get('cache-control'), again.headers.get('vary')],
       [etag, 'public, no-cache', 'Accept'],
     );
-    assert.deepEqual([again.headers.get('content-type'), again.headers.get('content-length'), again.headers.get('link')], [null, null, null]);
+    assert.deepEqual(
+      [again.headers.get('content-type'), again.headers.get('content-length'), again.headers.get('link')],
+      [null, null, null],
+    );
     assert.equal(await again.text(), '');
   });
 

@@ -9,7 +9,8 @@ import type { TestServer } from '../helpers.ts';
 import { rawRequest, startTestServer, waitFor } from '../helpers.ts';
 
 // The security headers every answer carries, also the ones the HTTP parser's refusals get.
-const security = "content-security-policy: default-src 'self'; img-src 'self' https: http: data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'\r\n" +
+const security =
+  "content-security-policy: default-src 'self'; img-src 'self' https: http: data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'\r\n" +
   'x-content-type-options: nosniff\r\nreferrer-policy: same-origin\r\n';
 
 const headersTimeoutMs = 1000;
@@ -35,7 +36,10 @@ interface RawExchange {
  * Opens a connection, writes head, then calls feed every intervalMs until the server closes the
  * connection or limitMs passes; resolves with what came back.
  */
-function exchange(head: string, options: { feed?: () => string | Buffer; intervalMs?: number; limitMs?: number } = {}): Promise<RawExchange> {
+function exchange(
+  head: string,
+  options: { feed?: () => string | Buffer; intervalMs?: number; limitMs?: number } = {},
+): Promise<RawExchange> {
   return new Promise((resolve) => {
     const started = performance.now();
     const socket = net.connect(port, '127.0.0.1');
@@ -49,7 +53,8 @@ function exchange(head: string, options: { feed?: () => string | Buffer; interva
     };
     socket.once('connect', () => {
       send(head);
-      if (options.feed) timer = setInterval(() => send((options.feed as () => string | Buffer)()), options.intervalMs ?? 100);
+      if (options.feed)
+        timer = setInterval(() => send((options.feed as () => string | Buffer)()), options.intervalMs ?? 100);
     });
     const limit = setTimeout(() => socket.destroy(), options.limitMs ?? 10_000);
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -57,7 +62,11 @@ function exchange(head: string, options: { feed?: () => string | Buffer; interva
     socket.once('close', () => {
       clearInterval(timer);
       clearTimeout(limit);
-      resolve({ received: Buffer.concat(chunks).toString('latin1'), closedAfterMs: performance.now() - started, written });
+      resolve({
+        received: Buffer.concat(chunks).toString('latin1'),
+        closedAfterMs: performance.now() - started,
+        written,
+      });
     });
   });
 }
@@ -66,10 +75,19 @@ const statusLine = (received: string) => received.slice(0, received.indexOf('\r\
 
 describe('slow clients', () => {
   test('headers sent one line every 200 ms are cut off with 408 once headersTimeout has passed', async () => {
-    const result = await exchange('GET /personen HTTP/1.1\r\nHost: 127.0.0.1\r\n', { feed: () => 'X-Slow: 1\r\n', intervalMs: 200 });
-    assert.equal(result.received, `HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n${security}\r\n`);
+    const result = await exchange('GET /personen HTTP/1.1\r\nHost: 127.0.0.1\r\n', {
+      feed: () => 'X-Slow: 1\r\n',
+      intervalMs: 200,
+    });
+    assert.equal(
+      result.received,
+      `HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n${security}\r\n`,
+    );
     // Node checks the time-out once a second, so the cut comes between one and two time-outs.
-    assert.ok(result.closedAfterMs >= headersTimeoutMs && result.closedAfterMs < headersTimeoutMs + 1500, `${result.closedAfterMs} ms`);
+    assert.ok(
+      result.closedAfterMs >= headersTimeoutMs && result.closedAfterMs < headersTimeoutMs + 1500,
+      `${result.closedAfterMs} ms`,
+    );
     const log = await waitFor(server.accessLog, (text) => text.includes('" 408 '));
     assert.match(log, /^127\.0\.0\.1 - - \[[^\]]+\] "-" 408 - "-" "-"$/m);
   });
@@ -104,7 +122,9 @@ describe('oversized input', () => {
   });
 
   test('a declared body over 1 MiB is 413 even where nothing would read it', async () => {
-    const res = await rawRequest(server.origin, '/personen.json', { headers: { 'content-length': String(2 * 1024 * 1024) } }).catch((err: Error) => err);
+    const res = await rawRequest(server.origin, '/personen.json', {
+      headers: { 'content-length': String(2 * 1024 * 1024) },
+    }).catch((err: Error) => err);
     // The server answers before the body is sent and closes; the client sees the 413 or the close.
     if (res instanceof Error) assert.match(res.message, /socket hang up|ECONNRESET|EPIPE/);
     else assert.equal(res.status, 413);
@@ -113,7 +133,8 @@ describe('oversized input', () => {
   });
 
   test('a chunked body is cut off with 413 once it passes 1 MiB', async () => {
-    const head = 'POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n';
+    const head =
+      'POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n';
     const chunk = `${(64 * 1024).toString(16)}\r\n${'a'.repeat(64 * 1024)}\r\n`;
     const result = await exchange(head, { feed: () => chunk, intervalMs: 5, limitMs: 8000 });
     assert.equal(statusLine(result.received), 'HTTP/1.1 413 Payload Too Large');
@@ -121,8 +142,13 @@ describe('oversized input', () => {
   });
 
   test('headers over 16 KiB are 431, logged with the request line', async () => {
-    const result = await exchange(`GET /personen?big=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'b'.repeat(20_000)}\r\n\r\n`);
-    assert.equal(result.received, `HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n${security}\r\n`);
+    const result = await exchange(
+      `GET /personen?big=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'b'.repeat(20_000)}\r\n\r\n`,
+    );
+    assert.equal(
+      result.received,
+      `HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n${security}\r\n`,
+    );
     const log = await waitFor(server.accessLog, (text) => text.includes('big=1'));
     assert.match(log, /"GET \/personen\?big=1 HTTP\/1\.1" 431 - "-" "-"/);
   });
@@ -142,22 +168,32 @@ describe('idle keep-alive connections', () => {
     const idle: net.Socket[] = [];
     try {
       // Each connection makes one request, keeps the connection open and then says nothing.
-      await Promise.all(Array.from({ length: 1000 }, () => new Promise<void>((resolve, reject) => {
-        const socket = net.connect(port, '127.0.0.1', () => socket.write('GET /css/site.css HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'));
-        idle.push(socket);
-        socket.once('data', () => resolve());
-        socket.once('error', reject);
-      })));
+      await Promise.all(
+        Array.from(
+          { length: 1000 },
+          () =>
+            new Promise<void>((resolve, reject) => {
+              const socket = net.connect(port, '127.0.0.1', () =>
+                socket.write('GET /css/site.css HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'),
+              );
+              idle.push(socket);
+              socket.once('data', () => resolve());
+              socket.once('error', reject);
+            }),
+        ),
+      );
       assert.equal(idle.filter((s) => !s.destroyed).length, 1000);
       const latencies: number[] = [];
       for (let round = 0; round < 10; round++) {
-        await Promise.all(Array.from({ length: 20 }, async () => {
-          const started = performance.now();
-          const res = await fetch(`${server.origin}/person/max-muster.json`);
-          assert.equal(res.status, 200);
-          await res.arrayBuffer();
-          latencies.push(performance.now() - started);
-        }));
+        await Promise.all(
+          Array.from({ length: 20 }, async () => {
+            const started = performance.now();
+            const res = await fetch(`${server.origin}/person/max-muster.json`);
+            assert.equal(res.status, 200);
+            await res.arrayBuffer();
+            latencies.push(performance.now() - started);
+          }),
+        );
       }
       latencies.sort((a, b) => a - b);
       assert.equal(latencies.length, 200);

@@ -62,21 +62,26 @@ before(async () => {
   // Several PHP workers, so the slow page does not hold up the others; they share a process
   // group, so stopPhp() stops them all.
   php = spawn('php', ['-S', `127.0.0.1:${phpPort}`, '-t', dir], {
-    env: { ...process.env, PHP_CLI_SERVER_WORKERS: '4' }, stdio: 'ignore', detached: true,
+    env: { ...process.env, PHP_CLI_SERVER_WORKERS: '4' },
+    stdio: 'ignore',
+    detached: true,
   });
   await waitForPort(phpPort);
   // An upstream that accepts and hangs up at once: a reset, not a refusal.
   resetter = net.createServer((socket) => socket.resetAndDestroy());
   await new Promise<void>((resolve) => resetter.listen(0, '127.0.0.1', resolve));
   const resetPort = (resetter.address() as net.AddressInfo).port;
-  writeFileSync(path.join(dir, 'rules.json'), JSON.stringify({
-    rules: [
-      { pattern: '^/personen$', substitution: '/personen.php', flags: ['L'] },
-      { pattern: '^/(index|personen|person|werk|search)\\.php$', substitution: '-', flags: ['L'] },
-      { pattern: '^/reset/(.*)$', substitution: `http://127.0.0.1:${resetPort}/$1`, flags: ['P'] },
-      { pattern: '^/(?!(?:css|img)/)(.+)$', substitution: `http://127.0.0.1:${phpPort}/$1`, flags: ['P'] },
-    ],
-  }));
+  writeFileSync(
+    path.join(dir, 'rules.json'),
+    JSON.stringify({
+      rules: [
+        { pattern: '^/personen$', substitution: '/personen.php', flags: ['L'] },
+        { pattern: '^/(index|personen|person|werk|search)\\.php$', substitution: '-', flags: ['L'] },
+        { pattern: '^/reset/(.*)$', substitution: `http://127.0.0.1:${resetPort}/$1`, flags: ['P'] },
+        { pattern: '^/(?!(?:css|img)/)(.+)$', substitution: `http://127.0.0.1:${phpPort}/$1`, flags: ['P'] },
+      ],
+    }),
+  );
   server = await startTestServer({ REWRITE_RULES: path.join(dir, 'rules.json'), PROXY_TIMEOUT_MS: '700' });
 });
 after(async () => {
@@ -89,13 +94,21 @@ after(async () => {
 
 describe('a proxy rule in front of the old PHP site', { skip }, () => {
   test('passes a GET with its query string through, with X-Forwarded-For, -Host and -Proto', async () => {
-    const res = await rawRequest(server.origin, '/echo.php?name=M%C3%BCller&page=2', { headers: { cookie: 'PHPSESSID=abc' } });
+    const res = await rawRequest(server.origin, '/echo.php?name=M%C3%BCller&page=2', {
+      headers: { cookie: 'PHPSESSID=abc' },
+    });
     assert.equal(res.status, 200);
     assert.equal(res.headers['content-type'], 'application/json');
     const port = new URL(server.origin).port;
     assert.deepEqual(JSON.parse(res.body) as Json, {
-      method: 'GET', uri: '/echo.php?name=M%C3%BCller&page=2', get: { name: 'Müller', page: '2' }, post: [],
-      host: `127.0.0.1:${port}`, forwardedFor: '127.0.0.1', forwardedHost: `127.0.0.1:${port}`, forwardedProto: 'http',
+      method: 'GET',
+      uri: '/echo.php?name=M%C3%BCller&page=2',
+      get: { name: 'Müller', page: '2' },
+      post: [],
+      host: `127.0.0.1:${port}`,
+      forwardedFor: '127.0.0.1',
+      forwardedHost: `127.0.0.1:${port}`,
+      forwardedProto: 'http',
       cookie: 'PHPSESSID=abc',
     });
   });
@@ -107,7 +120,7 @@ describe('a proxy rule in front of the old PHP site', { skip }, () => {
       body: 'vorname=J%C3%BCrgen&nachname=M%C3%BCller&werke%5B%5D=7&werke%5B%5D=10',
     });
     assert.equal(res.status, 200);
-    const echo = await res.json() as Json;
+    const echo = (await res.json()) as Json;
     assert.equal(echo.method, 'POST');
     assert.deepEqual(echo.get, { step: '2' });
     assert.deepEqual(echo.post, { vorname: 'Jürgen', nachname: 'Müller', werke: ['7', '10'] });
@@ -127,7 +140,11 @@ describe('a proxy rule in front of the old PHP site', { skip }, () => {
 
   test('streams a 3 MiB upload and a 2 MB download in both directions', async () => {
     const upload = Buffer.alloc(3 * 1024 * 1024, 'xyz');
-    const up = await fetch(`${server.origin}/upload.php`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: upload });
+    const up = await fetch(`${server.origin}/upload.php`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: upload,
+    });
     assert.equal(await up.text(), `${upload.length} ${createHash('sha1').update(upload).digest('hex')}`);
     const down = await rawRequest(server.origin, '/download.php');
     assert.equal(down.status, 200);
@@ -139,7 +156,12 @@ describe('a proxy rule in front of the old PHP site', { skip }, () => {
     const res = await rawRequest(server.origin, '/echo.php?log=1', { headers: { 'user-agent': 'proxy-test' } });
     const log = await waitFor(server.accessLog, (text) => text.includes('/echo.php?log=1'));
     const line = log.split('\n').find((l) => l.includes('/echo.php?log=1'));
-    assert.match(line ?? '', new RegExp(`^127\\.0\\.0\\.1 - - \\[[^\\]]+\\] "GET /echo\\.php\\?log=1 HTTP/1\\.1" 200 ${Buffer.byteLength(res.body)} "-" "proxy-test"$`));
+    assert.match(
+      line ?? '',
+      new RegExp(
+        `^127\\.0\\.0\\.1 - - \\[[^\\]]+\\] "GET /echo\\.php\\?log=1 HTTP/1\\.1" 200 ${Buffer.byteLength(res.body)} "-" "proxy-test"$`,
+      ),
+    );
   });
 
   test('leaves our own pages and files to us', async () => {
@@ -161,11 +183,16 @@ describe('a failing upstream', { skip }, () => {
     assert.equal(res.status, 502);
     assert.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8');
     assert.deepEqual(JSON.parse(res.body), {
-      type: 'about:blank', title: 'Bad Gateway', status: 502,
+      type: 'about:blank',
+      title: 'Bad Gateway',
+      status: 502,
       detail: 'The server behind this address is not reachable at the moment; please try again later.',
     });
     const log = await waitFor(server.errorLog, (text) => text.includes('/page.php'));
-    assert.match(log, /\[app:error\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] Proxy error: http:\/\/127\.0\.0\.1:\d+ closed the connection for http:\/\/127\.0\.0\.1:\d+\/page\.php \(ECONNRESET\)\n/);
+    assert.match(
+      log,
+      /\[app:error\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] Proxy error: http:\/\/127\.0\.0\.1:\d+ closed the connection for http:\/\/127\.0\.0\.1:\d+\/page\.php \(ECONNRESET\)\n/,
+    );
   });
 
   test('that is too slow answers 504 after PROXY_TIMEOUT_MS and writes an error-log line', async () => {
@@ -175,7 +202,12 @@ describe('a failing upstream', { skip }, () => {
     assert.equal(res.status, 504);
     assert.ok(waited >= 650 && waited < 2500, `waited ${waited} ms`);
     const log = await waitFor(server.errorLog, (text) => text.includes('slow.php'));
-    assert.ok(log.includes(`Proxy error: http://127.0.0.1:${phpPort} did not answer http://127.0.0.1:${phpPort}/slow.php within 700 ms (PROXY_TIMEOUT_MS)`), log);
+    assert.ok(
+      log.includes(
+        `Proxy error: http://127.0.0.1:${phpPort} did not answer http://127.0.0.1:${phpPort}/slow.php within 700 ms (PROXY_TIMEOUT_MS)`,
+      ),
+      log,
+    );
   });
 
   test('that is stopped answers 502, and the server keeps serving its own pages', async () => {
@@ -184,7 +216,12 @@ describe('a failing upstream', { skip }, () => {
     assert.equal(res.status, 502);
     assert.equal(res.headers['content-type'], 'text/html; charset=utf-8');
     const log = await waitFor(server.errorLog, (text) => text.includes('refused the connection'));
-    assert.ok(log.includes(`Proxy error: http://127.0.0.1:${phpPort} refused the connection for http://127.0.0.1:${phpPort}/echo.php (ECONNREFUSED)`), log);
+    assert.ok(
+      log.includes(
+        `Proxy error: http://127.0.0.1:${phpPort} refused the connection for http://127.0.0.1:${phpPort}/echo.php (ECONNREFUSED)`,
+      ),
+      log,
+    );
     const own = await rawRequest(server.origin, '/personen');
     assert.equal(own.status, 200);
   });
@@ -210,11 +247,18 @@ async function findFreePort(): Promise<number> {
 async function waitForPort(port: number, listening = true): Promise<void> {
   for (let attempt = 0; attempt < 100; attempt++) {
     const open = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => { socket.end(); resolve(true); });
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.end();
+        resolve(true);
+      });
       socket.on('error', () => resolve(false));
     });
     if (open === listening) return;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  throw new Error(listening ? `php -S did not listen on port ${port} within 5 s; is php-cli installed?` : `php -S still listens on port ${port} after 5 s`);
+  throw new Error(
+    listening
+      ? `php -S did not listen on port ${port} within 5 s; is php-cli installed?`
+      : `php -S still listens on port ${port} after 5 s`,
+  );
 }

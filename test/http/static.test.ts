@@ -13,7 +13,8 @@ import { rawBytes, rawRequest, root, startTestServer } from '../helpers.ts';
 import type { OwnProgram } from '../program.ts';
 import { startOwnProgram } from '../program.ts';
 
-const bytesOf = (origin: string, target: string, headers: Record<string, string> = {}, method = 'GET') => rawBytes(origin, target, { headers, method });
+const bytesOf = (origin: string, target: string, headers: Record<string, string> = {}, method = 'GET') =>
+  rawBytes(origin, target, { headers, method });
 
 describe('files of public/', () => {
   let server: TestServer;
@@ -27,7 +28,8 @@ describe('files of public/', () => {
     mkdirSync(path.join(publicDir, 'files'));
     writeFileSync(path.join(publicDir, 'css/big.css'), css);
     writeFileSync(path.join(publicDir, 'css/app.3f2a9c1b7e4d5a60.css'), css);
-    for (const name of ['a.gif', 'a.pdf', 'a.woff2', 'a.avif', 'a.zip']) writeFileSync(path.join(publicDir, 'files', name), binary);
+    for (const name of ['a.gif', 'a.pdf', 'a.woff2', 'a.avif', 'a.zip'])
+      writeFileSync(path.join(publicDir, 'files', name), binary);
     writeFileSync(path.join(publicDir, 'files/.secret'), 'hidden');
     server = await startTestServer({ PUBLIC_DIR: publicDir });
   });
@@ -38,7 +40,11 @@ describe('files of public/', () => {
 
   test('the common types come from the mime table', async () => {
     const expected: Record<string, string> = {
-      'a.gif': 'image/gif', 'a.pdf': 'application/pdf', 'a.woff2': 'font/woff2', 'a.avif': 'image/avif', 'a.zip': 'application/zip',
+      'a.gif': 'image/gif',
+      'a.pdf': 'application/pdf',
+      'a.woff2': 'font/woff2',
+      'a.avif': 'image/avif',
+      'a.zip': 'application/zip',
     };
     for (const [name, type] of Object.entries(expected)) {
       const res = await bytesOf(server.origin, `/files/${name}`);
@@ -56,7 +62,10 @@ describe('files of public/', () => {
     assert.deepEqual(part.body, binary.subarray(100, 200));
     const tail = await bytesOf(server.origin, '/files/a.pdf', { range: 'bytes=-10' });
     assert.deepEqual([tail.status, tail.body], [206, binary.subarray(binary.length - 10)]);
-    const outside = await bytesOf(server.origin, '/files/a.pdf', { range: 'bytes=999999-', accept: 'application/json' });
+    const outside = await bytesOf(server.origin, '/files/a.pdf', {
+      range: 'bytes=999999-',
+      accept: 'application/json',
+    });
     assert.equal(outside.status, 416);
     assert.equal(outside.headers['content-range'], `bytes */${binary.length}`);
     assert.equal(JSON.parse(outside.body.toString()).status, 416);
@@ -70,7 +79,9 @@ describe('files of public/', () => {
     assert.equal(first.headers['cache-control'], 'public, max-age=3600');
     const byTag = await bytesOf(server.origin, '/files/a.gif', { 'if-none-match': first.headers.etag as string });
     assert.deepEqual([byTag.status, byTag.body.length], [304, 0]);
-    const byDate = await bytesOf(server.origin, '/files/a.gif', { 'if-modified-since': first.headers['last-modified'] as string });
+    const byDate = await bytesOf(server.origin, '/files/a.gif', {
+      'if-modified-since': first.headers['last-modified'] as string,
+    });
     assert.equal(byDate.status, 304);
     assert.equal((await bytesOf(server.origin, '/files/a.gif', { 'if-none-match': '"other"' })).status, 200);
     // If-Range with a tag that no longer holds sends the whole file.
@@ -79,7 +90,10 @@ describe('files of public/', () => {
   });
 
   test('a content-hash name is immutable, a plain one revalidated', async () => {
-    assert.equal((await bytesOf(server.origin, '/css/app.3f2a9c1b7e4d5a60.css')).headers['cache-control'], 'public, max-age=31536000, immutable');
+    assert.equal(
+      (await bytesOf(server.origin, '/css/app.3f2a9c1b7e4d5a60.css')).headers['cache-control'],
+      'public, max-age=31536000, immutable',
+    );
     assert.equal((await bytesOf(server.origin, '/css/big.css')).headers['cache-control'], 'public, max-age=3600');
   });
 
@@ -90,14 +104,20 @@ describe('files of public/', () => {
     assert.equal(plain.body.toString(), css);
     const etag = plain.headers.etag as string;
     const br = await bytesOf(server.origin, '/css/big.css', { 'accept-encoding': 'gzip, br' });
-    assert.deepEqual([br.headers['content-encoding'], br.headers.vary, br.headers.etag], ['br', 'Accept-Encoding', etag.replace(/"$/, '-br"')]);
+    assert.deepEqual(
+      [br.headers['content-encoding'], br.headers.vary, br.headers.etag],
+      ['br', 'Accept-Encoding', etag.replace(/"$/, '-br"')],
+    );
     assert.equal(brotliDecompressSync(br.body).toString(), css);
     assert.ok(br.body.length < css.length / 5, `${br.body.length} bytes`);
     assert.equal(Number(br.headers['content-length']), br.body.length);
     const gz = await bytesOf(server.origin, '/css/big.css', { 'accept-encoding': 'gzip, br;q=0' });
     assert.deepEqual([gz.headers['content-encoding'], gz.headers.etag], ['gzip', etag.replace(/"$/, '-gz"')]);
     assert.equal(gunzipSync(gz.body).toString(), css);
-    const again = await bytesOf(server.origin, '/css/big.css', { 'accept-encoding': 'br', 'if-none-match': br.headers.etag as string });
+    const again = await bytesOf(server.origin, '/css/big.css', {
+      'accept-encoding': 'br',
+      'if-none-match': br.headers.etag as string,
+    });
     assert.deepEqual([again.status, again.headers.etag, again.headers.vary], [304, br.headers.etag, 'Accept-Encoding']);
     // HEAD tells the compressed length without the body.
     const head = await bytesOf(server.origin, '/css/big.css', { 'accept-encoding': 'br' }, 'HEAD');
@@ -114,7 +134,13 @@ describe('files of public/', () => {
 
   test('hidden files, traversal and folders stay refused', async () => {
     assert.equal((await rawRequest(server.origin, '/files/.secret')).status, 403);
-    for (const target of ['/files/..%2f..%2fetc/passwd', '/files/%2e%2e/%2e%2e/etc/passwd', '/files', '/css/', '/files/a.gif/x']) {
+    for (const target of [
+      '/files/..%2f..%2fetc/passwd',
+      '/files/%2e%2e/%2e%2e/etc/passwd',
+      '/files',
+      '/css/',
+      '/files/a.gif/x',
+    ]) {
       const res = await rawRequest(server.origin, target);
       assert.ok([301, 404].includes(res.status), `${target}: ${res.status}`);
       assert.doesNotMatch(res.body, /root:/);
@@ -151,25 +177,32 @@ describe('a 200 MB file', () => {
     const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
     // Warm up: the first requests load what any file's request loads, a megabyte of it streamed.
     await bytesOf(own.program.origin, '/css/site.css');
-    assert.equal((await bytesOf(own.program.origin, '/big.bin', { range: 'bytes=0-1048575' })).body.length, 1024 * 1024);
+    assert.equal(
+      (await bytesOf(own.program.origin, '/big.bin', { range: 'bytes=0-1048575' })).body.length,
+      1024 * 1024,
+    );
     const before = rss();
     let peak = before;
     let received = 0;
     await new Promise<void>((resolve, reject) => {
-      http.get(`${own.program.origin}/big.bin`, (res) => {
-        assert.equal(res.statusCode, 200);
-        assert.equal(Number(res.headers['content-length']), size);
-        res.on('data', (chunk: Buffer) => {
-          received += chunk.length;
-          peak = Math.max(peak, rss());
-        });
-        res.on('end', resolve);
-        res.on('error', reject);
-      }).on('error', reject);
+      http
+        .get(`${own.program.origin}/big.bin`, (res) => {
+          assert.equal(res.statusCode, 200);
+          assert.equal(Number(res.headers['content-length']), size);
+          res.on('data', (chunk: Buffer) => {
+            received += chunk.length;
+            peak = Math.max(peak, rss());
+          });
+          res.on('end', resolve);
+          res.on('error', reject);
+        })
+        .on('error', reject);
     });
     assert.equal(received, size);
     const grown = peak - before;
-    console.log(`RSS before ${(before / 2 ** 20).toFixed(1)} MiB, peak while serving 200 MB ${(peak / 2 ** 20).toFixed(1)} MiB (+${(grown / 2 ** 20).toFixed(1)} MiB)`);
+    console.log(
+      `RSS before ${(before / 2 ** 20).toFixed(1)} MiB, peak while serving 200 MB ${(peak / 2 ** 20).toFixed(1)} MiB (+${(grown / 2 ** 20).toFixed(1)} MiB)`,
+    );
     // Whole in memory it would grow by 200 MB at least; streamed it stays within a few buffers
     // and the young generation's growth (1.8 MiB with PGlite, 34 MiB with pg in one run).
     assert.ok(grown < 100 * 2 ** 20, `RSS grew by ${(grown / 2 ** 20).toFixed(1)} MiB`);

@@ -12,8 +12,16 @@ import { escapeLogItem, formatAccessLine } from '../../lib/log/index.ts';
 const time = new Date(2026, 10, 21, 10, 15, 42, 123);
 
 const entry: AccessEntry = {
-  remoteAddr: '127.0.0.1', user: null, time, method: 'GET', target: '/person/max-muster',
-  httpVersion: '1.1', status: 200, bytes: 1234, referer: undefined, userAgent: 'curl/8.5.0',
+  remoteAddr: '127.0.0.1',
+  user: null,
+  time,
+  method: 'GET',
+  target: '/person/max-muster',
+  httpVersion: '1.1',
+  status: 200,
+  bytes: 1234,
+  referer: undefined,
+  userAgent: 'curl/8.5.0',
 };
 
 /** The offset as %z writes it, worked out independently of the module under test. */
@@ -51,17 +59,34 @@ describe('formatAccessLine', () => {
 
   test('writes the time in the server time zone with the offset in force at that moment', () => {
     const summer = new Date(2026, 6, 1, 9, 5, 3);
-    const line = (date: Date) => formatAccessLine({ ...entry, time: date }).split(' [')[1]?.split(']')[0];
+    const line = (date: Date) =>
+      formatAccessLine({ ...entry, time: date })
+        .split(' [')[1]
+        ?.split(']')[0];
     assert.equal(line(summer), `01/Jul/2026:09:05:03 ${expectedOffset(summer)}`);
-    assert.deepEqual(withTimeZone('Europe/Berlin', () => [line(new Date(2026, 10, 21, 10, 15, 42)), line(new Date(2026, 6, 1, 9, 5, 3))]),
-      ['21/Nov/2026:10:15:42 +0100', '01/Jul/2026:09:05:03 +0200']);
-    assert.equal(withTimeZone('America/St_Johns', () => line(new Date(2026, 0, 2, 23, 59, 59))), '02/Jan/2026:23:59:59 -0330');
-    assert.equal(withTimeZone('UTC', () => line(new Date(Date.UTC(2026, 10, 21, 10, 15, 42)))), '21/Nov/2026:10:15:42 +0000');
+    assert.deepEqual(
+      withTimeZone('Europe/Berlin', () => [
+        line(new Date(2026, 10, 21, 10, 15, 42)),
+        line(new Date(2026, 6, 1, 9, 5, 3)),
+      ]),
+      ['21/Nov/2026:10:15:42 +0100', '01/Jul/2026:09:05:03 +0200'],
+    );
+    assert.equal(
+      withTimeZone('America/St_Johns', () => line(new Date(2026, 0, 2, 23, 59, 59))),
+      '02/Jan/2026:23:59:59 -0330',
+    );
+    assert.equal(
+      withTimeZone('UTC', () => line(new Date(Date.UTC(2026, 10, 21, 10, 15, 42)))),
+      '21/Nov/2026:10:15:42 +0000',
+    );
   });
 
   test('gives the same instant in another time zone its own local time', () => {
     const instant = new Date(Date.UTC(2026, 10, 21, 9, 15, 42));
-    const line = () => formatAccessLine({ ...entry, time: instant }).split(' [')[1]?.split(']')[0];
+    const line = () =>
+      formatAccessLine({ ...entry, time: instant })
+        .split(' [')[1]
+        ?.split(']')[0];
     assert.equal(withTimeZone('UTC', line), '21/Nov/2026:09:15:42 +0000');
     assert.equal(withTimeZone('Europe/Berlin', line), '21/Nov/2026:10:15:42 +0100');
   });
@@ -72,7 +97,11 @@ describe('formatAccessLine', () => {
   });
 
   test('writes the referer and user agent in quotes', () => {
-    const line = formatAccessLine({ ...entry, referer: 'http://localhost:8080/personen', userAgent: 'Mozilla/5.0 (X11; Linux x86_64)' });
+    const line = formatAccessLine({
+      ...entry,
+      referer: 'http://localhost:8080/personen',
+      userAgent: 'Mozilla/5.0 (X11; Linux x86_64)',
+    });
     assert.match(line, / 200 1234 "http:\/\/localhost:8080\/personen" "Mozilla\/5\.0 \(X11; Linux x86_64\)"$/);
   });
 
@@ -82,7 +111,13 @@ describe('formatAccessLine', () => {
   });
 
   test('writes other methods and HTTP versions as received', () => {
-    const line = formatAccessLine({ ...entry, method: 'PUT', target: '/person/7?x=1&y=%20', httpVersion: '1.0', status: 201 });
+    const line = formatAccessLine({
+      ...entry,
+      method: 'PUT',
+      target: '/person/7?x=1&y=%20',
+      httpVersion: '1.0',
+      status: 201,
+    });
     assert.equal(requestLineOf(line), '"PUT /person/7?x=1&y=%20 HTTP/1.0"');
   });
 
@@ -109,22 +144,45 @@ describe('formatAccessLine', () => {
   });
 
   test('returns a string that needs no escaping unchanged', () => {
-    const value = 'Mozilla/5.0 (compatible; ~!@#$%^&*()_+{}|:<>?`-=[];\',./)';
+    const value = "Mozilla/5.0 (compatible; ~!@#$%^&*()_+{}|:<>?`-=[];',./)";
     assert.equal(escapeLogItem(value), value);
   });
 });
 
 describe('GoAccess', () => {
   const goaccessMissing = spawnSync('goaccess', ['--version'], { timeout: 10_000 }).error !== undefined;
-  const skip = goaccessMissing && !process.env.CI ? 'goaccess is not installed (apt-get install goaccess; CI installs it)' : false;
+  const skip =
+    goaccessMissing && !process.env.CI ? 'goaccess is not installed (apt-get install goaccess; CI installs it)' : false;
 
   test('parses every line as a valid request with its COMBINED preset', { skip }, () => {
     assert.ok(!goaccessMissing, 'goaccess is not installed, but CI is set: install it with apt-get install goaccess');
     const lines = [
       formatAccessLine(entry),
-      formatAccessLine({ ...entry, user: 'bob', method: 'POST', target: '/login', status: 303, bytes: 0, referer: 'http://localhost:8080/login' }),
-      formatAccessLine({ ...entry, target: '/search?q="a\\b"', status: 404, bytes: 512, userAgent: 'x" \t\u00c3\u00bc "y' }),
-      formatAccessLine({ ...entry, remoteAddr: '::1', method: 'HEAD', status: 200, bytes: 0, referer: undefined, userAgent: undefined }),
+      formatAccessLine({
+        ...entry,
+        user: 'bob',
+        method: 'POST',
+        target: '/login',
+        status: 303,
+        bytes: 0,
+        referer: 'http://localhost:8080/login',
+      }),
+      formatAccessLine({
+        ...entry,
+        target: '/search?q="a\\b"',
+        status: 404,
+        bytes: 512,
+        userAgent: 'x" \t\u00c3\u00bc "y',
+      }),
+      formatAccessLine({
+        ...entry,
+        remoteAddr: '::1',
+        method: 'HEAD',
+        status: 200,
+        bytes: 0,
+        referer: undefined,
+        userAgent: undefined,
+      }),
       formatAccessLine({ ...entry, time: new Date(2026, 6, 1, 0, 0, 0), user: 'Jürgen', status: 500 }),
     ];
     const dir = mkdtempSync(path.join(os.tmpdir(), 'access-log-'));
@@ -132,8 +190,11 @@ describe('GoAccess', () => {
       const log = path.join(dir, 'access.log');
       const report = path.join(dir, 'report.json');
       writeFileSync(log, `${lines.join('\n')}\n`);
-      const run = spawnSync('goaccess', [log, '--log-format=COMBINED', '--no-global-config', '--no-progress', '--no-parsing-spinner', '-o', report],
-        { encoding: 'utf8', timeout: 30_000 });
+      const run = spawnSync(
+        'goaccess',
+        [log, '--log-format=COMBINED', '--no-global-config', '--no-progress', '--no-parsing-spinner', '-o', report],
+        { encoding: 'utf8', timeout: 30_000 },
+      );
       assert.equal(run.status, 0, `goaccess failed: ${run.stderr}`);
       const general = JSON.parse(readFileSync(report, 'utf8')).general;
       assert.deepEqual(

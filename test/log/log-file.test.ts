@@ -131,7 +131,9 @@ describe('LogFile', () => {
     assert.equal(readFileSync(file, 'utf8'), 'kept\n');
   });
 
-  test('reports a failing disk once on stderr and neither throws nor crashes', { skip: !existsSync('/dev/full') && 'needs /dev/full (Linux)' }, async () => {
+  test('reports a failing disk once on stderr and neither throws nor crashes', {
+    skip: !existsSync('/dev/full') && 'needs /dev/full (Linux)',
+  }, async () => {
     const reports = await captureStderr(async () => {
       const log = new LogFile('/dev/full', process.stdout);
       log.write('one');
@@ -141,7 +143,10 @@ describe('LogFile', () => {
       await log.close();
     });
     assert.equal(reports.length, 1, reports.join(''));
-    assert.match(reports[0] ?? '', /^portfolio: cannot write the log \/dev\/full: ENOSPC: no space left on device, write; lines are dropped until it works again/);
+    assert.match(
+      reports[0] ?? '',
+      /^portfolio: cannot write the log \/dev\/full: ENOSPC: no space left on device, write; lines are dropped until it works again/,
+    );
   });
 
   test('reports a failing stream for - once and keeps going', async () => {
@@ -165,6 +170,9 @@ describe('LogFile', () => {
       await log.close();
     });
     assert.equal(reports.length, 1, reports.join(''));
-    assert.match(reports[0] ?? '', /: ENOTDIR: not a directory, open '.*'; lines are dropped until it works again; check the space and permissions of /);
+    assert.match(
+      reports[0] ?? '',
+      /: ENOTDIR: not a directory, open '.*'; lines are dropped until it works again; check the space and permissions of /,
+    );
   });
 });

@@ -55,11 +55,15 @@ describe('/metrics', () => {
   test('counts requests by script, method and status, with latency, logins and sessions, for loopback', async () => {
     await rawRequest(server.origin, '/person/1');
     await rawRequest(server.origin, '/person/999999');
-    await rawRequest(server.origin, '/login', { method: 'POST', headers: { authorization: `Basic ${Buffer.from('nobody:wrong-password').toString('base64')}` } });
+    await rawRequest(server.origin, '/login', {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from('nobody:wrong-password').toString('base64')}` },
+    });
     const res = await rawRequest(server.origin, '/metrics');
     assert.equal(res.status, 200);
     assert.equal(res.headers['content-type'], 'text/plain; version=0.0.4; charset=utf-8');
-    const value = (line: string) => Number(new RegExp(`^${line.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(res.body)?.[1]);
+    const value = (line: string) =>
+      Number(new RegExp(`^${line.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(res.body)?.[1]);
     assert.ok(value('portfolio_http_requests_total{route="person",method="GET",status="200"}') >= 1, res.body);
     assert.ok(value('portfolio_http_requests_total{route="person",method="GET",status="404"}') >= 1);
     assert.ok(value('portfolio_http_request_duration_seconds_count{route="person"}') >= 2);
@@ -78,7 +82,8 @@ describe('/metrics', () => {
   });
 
   test('counts the searches made on the word index, not those a kept result answers', async () => {
-    const searches = async () => Number(/^portfolio_searches_total (\d+)$/m.exec((await rawRequest(server.origin, '/metrics')).body)?.[1]);
+    const searches = async () =>
+      Number(/^portfolio_searches_total (\d+)$/m.exec((await rawRequest(server.origin, '/metrics')).body)?.[1]);
     const before = await searches();
     assert.ok(Number.isInteger(before));
     const first = await rawRequest(server.origin, '/search.json?query=any,contains,nebel%20hafen');
@@ -90,7 +95,7 @@ describe('/metrics', () => {
     assert.equal(await searches(), before + 2);
   });
 
-  test('is the site\'s usual 404 for a client behind a trusted proxy, or outside METRICS_ALLOW', async () => {
+  test("is the site's usual 404 for a client behind a trusted proxy, or outside METRICS_ALLOW", async () => {
     const forwarded = await rawRequest(server.origin, '/metrics', { headers: { 'x-forwarded-for': '203.0.113.5' } });
     const nothing = await rawRequest(server.origin, '/metricz', { headers: { 'x-forwarded-for': '203.0.113.5' } });
     assert.equal(forwarded.status, 404);

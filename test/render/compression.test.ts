@@ -13,11 +13,14 @@ import type { TestServer } from '../helpers.ts';
 import { rawBytes, startTestServer } from '../helpers.ts';
 
 /** The body as sent, not decoded (fetch would decompress it). */
-const raw = (url: string, headers: Record<string, string> = {}) => rawBytes(new URL(url).origin, url.slice(new URL(url).origin.length), { headers });
+const raw = (url: string, headers: Record<string, string> = {}) =>
+  rawBytes(new URL(url).origin, url.slice(new URL(url).origin.length), { headers });
 
 describe('compressed documents', () => {
   let server: TestServer;
-  before(async () => { server = await startTestServer({ NODE_ENV: 'production' }); });
+  before(async () => {
+    server = await startTestServer({ NODE_ENV: 'production' });
+  });
   after(() => server.close());
 
   for (const path of ['/person/max-muster', '/personen.xml', '/personen.json']) {
@@ -70,7 +73,9 @@ describe('compressed documents', () => {
 /** respond() on a server of its own, for what next() gives; its origin, and close(). */
 async function respondWith(next: () => Parameters<typeof respond>[1], format: 'json' | 'html') {
   const target = { suffix: format, link: (p: string) => `http://127.0.0.1${p}`, basePath: '' } as unknown as Target;
-  const server = http.createServer((req, res) => void respond(createExchange(req, res, null), next(), { format, target, personal: false }));
+  const server = http.createServer(
+    (req, res) => void respond(createExchange(req, res, null), next(), { format, target, personal: false }),
+  );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
 }
@@ -81,7 +86,10 @@ describe('a kept document', () => {
     const asked: string[] = [];
     // As lib/scripts/run.ts keeps them: here marked bytes, so that bytes compressed anew would show.
     const kept = {
-      doc: { path: '/personen', title: 'Persons', data: null }, alternates: [], body, etag: etagOf(body),
+      doc: { path: '/personen', title: 'Persons', data: null },
+      alternates: [],
+      body,
+      etag: etagOf(body),
       compressed: async (encoding: 'br' | 'gzip') => {
         asked.push(encoding);
         return Buffer.from(`kept ${encoding} bytes`);
@@ -90,10 +98,16 @@ describe('a kept document', () => {
     const server = await respondWith(() => kept, 'json');
     try {
       const br = await raw(`${server.origin}/`, { 'accept-encoding': 'br' });
-      assert.deepEqual([br.headers['content-encoding'], br.headers.etag, br.body.toString()], ['br', kept.etag.replace(/"$/, '-br"'), 'kept br bytes']);
+      assert.deepEqual(
+        [br.headers['content-encoding'], br.headers.etag, br.body.toString()],
+        ['br', kept.etag.replace(/"$/, '-br"'), 'kept br bytes'],
+      );
       const gz = await raw(`${server.origin}/`, { 'accept-encoding': 'gzip' });
       assert.deepEqual([gz.headers['content-encoding'], gz.body.toString()], ['gzip', 'kept gzip bytes']);
-      const again = await raw(`${server.origin}/`, { 'accept-encoding': 'br', 'if-none-match': br.headers.etag as string });
+      const again = await raw(`${server.origin}/`, {
+        'accept-encoding': 'br',
+        'if-none-match': br.headers.etag as string,
+      });
       assert.equal(again.status, 304);
       assert.deepEqual((await raw(`${server.origin}/`)).body, body);
       assert.deepEqual(asked, ['br', 'gzip']);
@@ -106,7 +120,12 @@ describe('a kept document', () => {
     const page = (text: string) => Buffer.from(`<p>${'Hafen und Deich von Lübeck. '.repeat(100)}${text}</p>`);
     const first = page(String(Math.random()));
     // The same ETag over other bytes: bytes compressed anew would decode to these.
-    const render = (body: Buffer, priv: boolean) => ({ doc: { path: '/person/x', title: 'X', data: null, private: priv }, alternates: [], body, etag: etagOf(first) });
+    const render = (body: Buffer, priv: boolean) => ({
+      doc: { path: '/person/x', title: 'X', data: null, private: priv },
+      alternates: [],
+      body,
+      etag: etagOf(first),
+    });
     let next = render(first, false);
     const server = await respondWith(() => next, 'html');
     try {
@@ -123,12 +142,16 @@ describe('a kept document', () => {
 });
 
 describe('compressed bytes kept', () => {
-  test('hold their own size, not zlib\'s 16 KB output chunk', async () => {
+  test("hold their own size, not zlib's 16 KB output chunk", async () => {
     const page = Buffer.from(`<p>${'Werk und Hafen, '.repeat(300)}</p>`);
     for (const encoding of ['br', 'gzip'] as const) {
       for (const compressed of [compressSync(page, encoding), await compressAsync(page, encoding)]) {
         assert.ok(compressed.length < 1024, `${encoding}: ${compressed.length} bytes`);
-        assert.equal(compressed.buffer.byteLength, compressed.length, `${encoding}: ${compressed.length} bytes held in ${compressed.buffer.byteLength}`);
+        assert.equal(
+          compressed.buffer.byteLength,
+          compressed.length,
+          `${encoding}: ${compressed.length} bytes held in ${compressed.buffer.byteLength}`,
+        );
         assert.deepEqual(encoding === 'br' ? brotliDecompressSync(compressed) : gunzipSync(compressed), page);
       }
     }

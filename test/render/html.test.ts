@@ -42,7 +42,9 @@ for (const page of pages) {
     const res = await fetch(server.origin + page, { headers: { accept: 'text/html' } });
     const html = await res.text();
     const report = await validator.validateString(html);
-    const messages = report.results.flatMap((r) => r.messages.map((m) => `${m.line}:${m.column} ${m.ruleId}: ${m.message}`));
+    const messages = report.results.flatMap((r) =>
+      r.messages.map((m) => `${m.line}:${m.column} ${m.ruleId}: ${m.message}`),
+    );
     assert.deepEqual(messages, [], html);
     const scripts = html.replace(/<script type="application\/ld\+json">[^<]*<\/script>/g, '').match(/<script[^>]*>/g);
     assert.deepEqual(scripts, ['<script src="js/site.js" defer>']);

@@ -29,7 +29,9 @@ export interface ApacheSite {
 export async function startApache(site: ApacheSite): Promise<Apache> {
   const php = existsSync(modules) ? readdirSync(modules).find((f) => /^libphp[0-9.]*\.so$/.test(f)) : undefined;
   if (!existsSync('/usr/sbin/apache2') || php === undefined) {
-    throw new Error('Apache httpd with mod_php is needed: apt-get install -y apache2 libapache2-mod-php (.ci/run does this).');
+    throw new Error(
+      'Apache httpd with mod_php is needed: apt-get install -y apache2 libapache2-mod-php (.ci/run does this).',
+    );
   }
   const root = mkdtempSync(path.join(os.tmpdir(), 'portfolio-apache-'));
   const docRoot = path.join(root, 'htdocs');
@@ -40,9 +42,14 @@ export async function startApache(site: ApacheSite): Promise<Apache> {
   const port = await freePort();
   writeFileSync(path.join(root, 'httpd.conf'), configOf({ root, docRoot, port, php }));
   // Its own process group: on stop, Apache signals its whole group, which must not include us.
-  const child = spawn('/usr/sbin/apache2', ['-f', path.join(root, 'httpd.conf'), '-DFOREGROUND'], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const child = spawn('/usr/sbin/apache2', ['-f', path.join(root, 'httpd.conf'), '-DFOREGROUND'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
   let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
   await waitForPort(port, child, () => stderr);
   const readLog = () => {
     try {
@@ -107,7 +114,10 @@ async function waitForPort(port: number, child: ChildProcess, stderr: () => stri
   for (;;) {
     if (child.exitCode !== null) throw new Error(`Apache did not start (exit ${child.exitCode}): ${stderr()}`);
     const open = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => { socket.end(); resolve(true); });
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.end();
+        resolve(true);
+      });
       socket.on('error', () => resolve(false));
     });
     if (open) return;

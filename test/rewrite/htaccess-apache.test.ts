@@ -16,14 +16,30 @@ import type { Probe } from './htaccess-probes.ts';
 
 const fixtures = path.join(root, 'test/fixtures/htaccess');
 const scriptsDir = path.join(fixtures, 'scripts');
-const scriptNames = readdirSync(scriptsDir).filter((f) => /^[a-z]+\.ts$/.test(f)).map((f) => f.slice(0, -3));
-const ruleFiles = readdirSync(path.join(fixtures, 'rules')).filter((f) => f.endsWith('.htaccess')).sort();
+const scriptNames = readdirSync(scriptsDir)
+  .filter((f) => /^[a-z]+\.ts$/.test(f))
+  .map((f) => f.slice(0, -3));
+const ruleFiles = readdirSync(path.join(fixtures, 'rules'))
+  .filter((f) => f.endsWith('.htaccess'))
+  .sort();
 
 /** What a client sees of one exchange; the script and query only when a script answered. */
-interface Observation { status: number; script: string | null; query: string | null; location: string | null }
-interface Difference { file: string; probe: string; apache: string; ours: string }
+interface Observation {
+  status: number;
+  script: string | null;
+  query: string | null;
+  location: string | null;
+}
+interface Difference {
+  file: string;
+  probe: string;
+  apache: string;
+  ours: string;
+}
 
-describe('imported .htaccess files answer like Apache httpd', { skip: missingTool('/usr/sbin/apache2', 'apache2 libapache2-mod-php') }, () => {
+describe('imported .htaccess files answer like Apache httpd', {
+  skip: missingTool('/usr/sbin/apache2', 'apache2 libapache2-mod-php'),
+}, () => {
   let apache: Apache;
   let db: TestDb;
   const tableDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-htaccess-'));
@@ -31,7 +47,11 @@ describe('imported .htaccess files answer like Apache httpd', { skip: missingToo
   let compared = 0;
 
   before(async () => {
-    apache = await startApache({ publicDir: path.join(fixtures, 'public'), phpScript: path.join(fixtures, 'report.php'), scriptNames });
+    apache = await startApache({
+      publicDir: path.join(fixtures, 'public'),
+      phpScript: path.join(fixtures, 'report.php'),
+      scriptNames,
+    });
     db = await openTestDb();
   });
 
@@ -45,19 +65,36 @@ describe('imported .htaccess files answer like Apache httpd', { skip: missingToo
     test(`${file}: the same script, query, status and redirect for every probe`, async () => {
       const text = readFileSync(path.join(fixtures, 'rules', file), 'utf8');
       const tableFile = path.join(tableDir, file.replace('.htaccess', '.json'));
-      const { table } = importHtaccess(text, { directory: '/', upstream: null, source: file, scriptExists: (name) => scriptNames.includes(name) });
+      const { table } = importHtaccess(text, {
+        directory: '/',
+        upstream: null,
+        source: file,
+        scriptExists: (name) => scriptNames.includes(name),
+      });
       writeFileSync(tableFile, JSON.stringify(table));
       apache.useHtaccess(text);
-      const ours = await startTestServer({
-        REWRITE_RULES: tableFile, SCRIPTS_DIR: scriptsDir, PUBLIC_DIR: path.join(fixtures, 'public'), DEMO_DATA: '0',
-        ALLOWED_HOSTS: '127.0.0.1,localhost,example.test,www.example.test',
-      }, { db });
+      const ours = await startTestServer(
+        {
+          REWRITE_RULES: tableFile,
+          SCRIPTS_DIR: scriptsDir,
+          PUBLIC_DIR: path.join(fixtures, 'public'),
+          DEMO_DATA: '0',
+          ALLOWED_HOSTS: '127.0.0.1,localhost,example.test,www.example.test',
+        },
+        { db },
+      );
       const found: Difference[] = [];
       try {
         for (const probe of probesFor(file)) {
           const [expected, actual] = [await observe(apache.origin, probe), await observe(ours.origin, probe)];
           compared++;
-          if (JSON.stringify(expected) !== JSON.stringify(actual)) found.push({ file, probe: describeProbe(probe), apache: describeObservation(expected), ours: describeObservation(actual) });
+          if (JSON.stringify(expected) !== JSON.stringify(actual))
+            found.push({
+              file,
+              probe: describeProbe(probe),
+              apache: describeObservation(expected),
+              ours: describeObservation(actual),
+            });
         }
       } finally {
         await ours.close();
@@ -69,7 +106,9 @@ describe('imported .htaccess files answer like Apache httpd', { skip: missingToo
   }
 
   test('compares at least 500 requests across all rule files', () => {
-    console.log(`compared ${compared} requests across ${ruleFiles.length} rule files, ${differences.length} differences`);
+    console.log(
+      `compared ${compared} requests across ${ruleFiles.length} rule files, ${differences.length} differences`,
+    );
     assert.ok(compared >= 500, `only ${compared} requests were compared`);
     assert.equal(differences.length, 0);
   });
@@ -77,7 +116,10 @@ describe('imported .htaccess files answer like Apache httpd', { skip: missingToo
 
 async function observe(origin: string, probe: Probe): Promise<Observation> {
   const host = probe.host ?? new URL(origin).host;
-  const res = await rawRequest(origin, probe.target, { method: probe.method, headers: { ...probe.headers, host, accept: probe.headers.accept ?? 'application/json' } });
+  const res = await rawRequest(origin, probe.target, {
+    method: probe.method,
+    headers: { ...probe.headers, host, accept: probe.headers.accept ?? 'application/json' },
+  });
   let script: string | null = null;
   let query: string | null = null;
   if (res.status === 200 && (res.headers['content-type'] ?? '').includes('json')) {
@@ -108,7 +150,10 @@ function describeProbe(probe: Probe): string {
 
 function formatTable(rows: Difference[]): string {
   const header: Difference = { file: 'rule file', probe: 'request', apache: 'Apache httpd', ours: 'portfolio' };
-  const widths = (['file', 'probe', 'apache', 'ours'] as const).map((key) => Math.max(...[header, ...rows].map((row) => row[key].length)));
-  const line = (row: Difference) => (['file', 'probe', 'apache', 'ours'] as const).map((key, i) => row[key].padEnd(widths[i] ?? 0)).join(' | ');
+  const widths = (['file', 'probe', 'apache', 'ours'] as const).map((key) =>
+    Math.max(...[header, ...rows].map((row) => row[key].length)),
+  );
+  const line = (row: Difference) =>
+    (['file', 'probe', 'apache', 'ours'] as const).map((key, i) => row[key].padEnd(widths[i] ?? 0)).join(' | ');
   return [line(header), widths.map((w) => '-'.repeat(w)).join('-|-'), ...rows.map(line)].join('\n');
 }

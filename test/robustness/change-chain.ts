@@ -7,7 +7,16 @@ import type { Db } from '../../lib/db/index.ts';
 import { loanBody, personBody, werkBody } from '../change-helpers.ts';
 import { demo } from '../login-helpers.ts';
 
-export const steps = ['create person', 'add work', 'lend', 'rename person', 'retitle work', 'return', 'delete work', 'delete person'] as const;
+export const steps = [
+  'create person',
+  'add work',
+  'lend',
+  'rename person',
+  'retitle work',
+  'return',
+  'delete work',
+  'delete person',
+] as const;
 export type Step = (typeof steps)[number];
 
 export interface Chain {
@@ -36,21 +45,53 @@ export interface Librarian {
 }
 
 const borrower = demo.mmuster.id;
-const names = (n: number) => ({ slug: `ausfall-kette-${n}`, nachname: `Kette ${n}`, username: `ausfall-${n}`, titel: `Ausfallwerk ${n}` });
+const names = (n: number) => ({
+  slug: `ausfall-kette-${n}`,
+  nachname: `Kette ${n}`,
+  username: `ausfall-${n}`,
+  titel: `Ausfallwerk ${n}`,
+});
 
 /** Runs chain n; record() gets every attempt as it ends. */
-export async function runChain(librarian: Librarian, n: number, record: (attempt: ChangeAttempt) => void): Promise<Chain> {
+export async function runChain(
+  librarian: Librarian,
+  n: number,
+  record: (attempt: ChangeAttempt) => void,
+): Promise<Chain> {
   const chain: Chain = { n, personId: null, werkId: null, acknowledged: [], failed: null };
   const { nachname, username, titel } = names(n);
   const ending: Step[] = n % 3 === 0 ? ['delete work'] : n % 3 === 1 ? ['delete person'] : [];
   const plan: [Step, () => [method: string, path: string, body?: string]][] = [
     ['create person', () => ['POST', '/personen', personBody('json', { vorname: 'Ausfall', nachname, username })]],
-    ['add work', () => ['POST', `/person/${chain.personId}/werke`, werkBody('json', { titel, jahr: 2020, art: 'Probe' })]],
-    ['lend', () => ['POST', `/entlehnte/${borrower}`, loanBody('json', { url: `${librarian.origin}/werk/${chain.werkId}` })]],
-    ['rename person', () => ['PUT', `/person/${chain.personId}`, personBody('json', { vorname: 'Ausfall', nachname: `${nachname} neu`, image: `/img/ausfall-${n}.svg` })]],
-    ['retitle work', () => ['PUT', `/werk/${chain.werkId}`, werkBody('json', { titel: `${titel} neu`, jahr: 2021, art: 'Probe', beschreibung: 'geändert' })]],
+    [
+      'add work',
+      () => ['POST', `/person/${chain.personId}/werke`, werkBody('json', { titel, jahr: 2020, art: 'Probe' })],
+    ],
+    [
+      'lend',
+      () => ['POST', `/entlehnte/${borrower}`, loanBody('json', { url: `${librarian.origin}/werk/${chain.werkId}` })],
+    ],
+    [
+      'rename person',
+      () => [
+        'PUT',
+        `/person/${chain.personId}`,
+        personBody('json', { vorname: 'Ausfall', nachname: `${nachname} neu`, image: `/img/ausfall-${n}.svg` }),
+      ],
+    ],
+    [
+      'retitle work',
+      () => [
+        'PUT',
+        `/werk/${chain.werkId}`,
+        werkBody('json', { titel: `${titel} neu`, jahr: 2021, art: 'Probe', beschreibung: 'geändert' }),
+      ],
+    ],
     ['return', () => ['DELETE', `/entlehnte/${borrower}/${chain.werkId}`]],
-    ...ending.map((step): [Step, () => [string, string]] => [step, () => step === 'delete work' ? ['DELETE', `/werk/${chain.werkId}`] : ['DELETE', `/person/${chain.personId}`]]),
+    ...ending.map((step): [Step, () => [string, string]] => [
+      step,
+      () => (step === 'delete work' ? ['DELETE', `/werk/${chain.werkId}`] : ['DELETE', `/person/${chain.personId}`]),
+    ]),
   ];
   for (const [step, request] of plan) {
     const [method, path, body] = request();
@@ -67,21 +108,34 @@ export async function runChain(librarian: Librarian, n: number, record: (attempt
   return chain;
 }
 
-async function send(librarian: Librarian, request: { step: Step; method: string; path: string; body: string | undefined }): Promise<ChangeAttempt & { location: string | null }> {
+async function send(
+  librarian: Librarian,
+  request: { step: Step; method: string; path: string; body: string | undefined },
+): Promise<ChangeAttempt & { location: string | null }> {
   const start = performance.now();
   try {
     const res = await fetch(librarian.origin + request.path, {
       method: request.method,
       redirect: 'manual',
       headers: {
-        cookie: librarian.cookie, 'x-csrf-token': librarian.csrfToken, accept: 'application/json',
+        cookie: librarian.cookie,
+        'x-csrf-token': librarian.csrfToken,
+        accept: 'application/json',
         ...(request.body === undefined ? {} : { 'content-type': 'application/json' }),
       },
       body: request.body,
       signal: AbortSignal.timeout(30_000),
     });
     const body = await res.text();
-    return { step: request.step, start, end: performance.now(), status: res.status, retryAfter: res.headers.get('retry-after'), body, location: res.headers.get('location') };
+    return {
+      step: request.step,
+      start,
+      end: performance.now(),
+      status: res.status,
+      retryAfter: res.headers.get('retry-after'),
+      body,
+      location: res.headers.get('location'),
+    };
   } catch (err) {
     const status = (err as { cause?: { code?: string } }).cause?.code ?? String(err);
     return { step: request.step, start, end: performance.now(), status, retryAfter: null, body: '', location: null };
@@ -90,7 +144,8 @@ async function send(librarian: Librarian, request: { step: Step; method: string;
 
 function idOf(attempt: ChangeAttempt & { location: string | null }, prefix: string): number {
   const match = new RegExp(`${prefix}([0-9]+)$`).exec(attempt.location ?? '');
-  if (!match) throw new Error(`${attempt.step} answered ${attempt.status} without a Location ${prefix}<id>: ${attempt.location}`);
+  if (!match)
+    throw new Error(`${attempt.step} answered ${attempt.status} without a Location ${prefix}<id>: ${attempt.location}`);
   return Number(match[1]);
 }
 
@@ -105,13 +160,19 @@ export interface Rows {
 /** The chains' rows: persons, works, loans, old slugs, and every path noted as gone. */
 export async function readRows(db: Db): Promise<Rows> {
   const [persons, werke, loans, slugHistory, gone] = await Promise.all([
-    db.query<Rows['persons'][number]>(`SELECT id, slug, nachname, username, image FROM person WHERE username LIKE 'ausfall-%' ORDER BY id`),
-    db.query<Rows['werke'][number]>(`SELECT id, person_id AS "personId", titel, jahr, beschreibung FROM werk WHERE titel LIKE 'Ausfallwerk %' ORDER BY id`),
+    db.query<Rows['persons'][number]>(
+      `SELECT id, slug, nachname, username, image FROM person WHERE username LIKE 'ausfall-%' ORDER BY id`,
+    ),
+    db.query<Rows['werke'][number]>(
+      `SELECT id, person_id AS "personId", titel, jahr, beschreibung FROM werk WHERE titel LIKE 'Ausfallwerk %' ORDER BY id`,
+    ),
     db.query<Rows['loans'][number]>(
       `SELECT l.werk_id AS "werkId", l.account_id AS "accountId", l.returned_at IS NOT NULL AS returned
          FROM loan l JOIN werk w ON w.id = l.werk_id WHERE w.titel LIKE 'Ausfallwerk %' ORDER BY l.werk_id, l.id`,
     ),
-    db.query<Rows['slugHistory'][number]>(`SELECT slug, person_id AS "personId" FROM person_slug_history WHERE slug LIKE 'ausfall-%'`),
+    db.query<Rows['slugHistory'][number]>(
+      `SELECT slug, person_id AS "personId" FROM person_slug_history WHERE slug LIKE 'ausfall-%'`,
+    ),
     db.query<{ path: string }>('SELECT path FROM gone'),
   ]);
   return { persons, werke, loans, slugHistory: slugHistory.sort(bySlug), gone: gone.map((g) => g.path).sort() };
@@ -132,14 +193,23 @@ export function expectedRows(chains: Chain[]): Rows {
     }
     if (!done('create person')) continue;
     rows.persons.push({
-      id: personId, slug: renamed ? `${slug}-neu` : slug, nachname: renamed ? `${nachname} neu` : nachname,
-      username, image: renamed ? `/img/ausfall-${chain.n}.svg` : '/img/person.svg',
+      id: personId,
+      slug: renamed ? `${slug}-neu` : slug,
+      nachname: renamed ? `${nachname} neu` : nachname,
+      username,
+      image: renamed ? `/img/ausfall-${chain.n}.svg` : '/img/person.svg',
     });
     if (renamed) rows.slugHistory.push({ slug, personId });
     if (done('delete work')) rows.gone.push(`/werk/${werkId}`);
     else if (done('add work')) {
       const retitled = done('retitle work');
-      rows.werke.push({ id: werkId, personId, titel: retitled ? `${titel} neu` : titel, jahr: retitled ? 2021 : 2020, beschreibung: retitled ? 'geändert' : '' });
+      rows.werke.push({
+        id: werkId,
+        personId,
+        titel: retitled ? `${titel} neu` : titel,
+        jahr: retitled ? 2021 : 2020,
+        beschreibung: retitled ? 'geändert' : '',
+      });
       if (done('lend')) rows.loans.push({ werkId, accountId: borrower, returned: done('return') });
     }
   }

@@ -51,21 +51,28 @@ describe('a change whose COMMIT gets no answer over HTTP', () => {
 
   before(async () => {
     const db = openPostgres({
-      connectionString: cluster.url, statementTimeoutMs, connectTimeoutMs: 500, outcomeTimeoutMs,
+      connectionString: cluster.url,
+      statementTimeoutMs,
+      connectTimeoutMs: 500,
+      outcomeTimeoutMs,
       onWarning: (message) => warnings.push(message),
     });
     // The next transaction runs beforeCommit after its statements, right before its COMMIT.
     const holding: Db = {
       ...db,
-      transaction: (fn) => db.transaction(async (tx) => {
-        const result = await fn(tx);
-        const hook = beforeCommit;
-        beforeCommit = null;
-        await hook?.(tx);
-        return result;
-      }),
+      transaction: (fn) =>
+        db.transaction(async (tx) => {
+          const result = await fn(tx);
+          const hook = beforeCommit;
+          beforeCommit = null;
+          await hook?.(tx);
+          return result;
+        }),
     };
-    server = await startTestServer({ NODE_ENV: 'production' }, { db: { db: holding, url: cluster.url, drop: () => db.close() } });
+    server = await startTestServer(
+      { NODE_ENV: 'production' },
+      { db: { db: holding, url: cluster.url, drop: () => db.close() } },
+    );
     const cookie = await logInAs(server.origin, 'bibliothek');
     librarian = { cookie, csrfToken: await csrfTokenOf(server.origin, cookie, '/personen/neu') };
   });
@@ -82,14 +89,20 @@ describe('a change whose COMMIT gets no answer over HTTP', () => {
     });
     const answer = fetch(`${server.origin}/personen`, {
       method: 'POST',
-      headers: { cookie: librarian.cookie, 'x-csrf-token': librarian.csrfToken, 'content-type': 'application/json', accept: 'application/json' },
+      headers: {
+        cookie: librarian.cookie,
+        'x-csrf-token': librarian.csrfToken,
+        'content-type': 'application/json',
+        accept: 'application/json',
+      },
       body: personBody('json', { vorname: 'Commit', nachname, username: nachname.toLowerCase() }),
       signal: AbortSignal.timeout(30_000),
     });
     return { answer, pid };
   }
 
-  const personsNamed = (nachname: string) => queryCluster<{ id: number }>('SELECT id FROM person WHERE nachname = $1', [nachname]);
+  const personsNamed = (nachname: string) =>
+    queryCluster<{ id: number }>('SELECT id FROM person WHERE nachname = $1', [nachname]);
 
   /** pg_xact_status once the transaction has ended (its session reads the COMMIT on resuming). */
   async function settledStatus(xid: string): Promise<string | undefined> {
@@ -112,7 +125,10 @@ describe('a change whose COMMIT gets no answer over HTTP', () => {
     const id = Number(res.headers.get('location')?.split('/').pop());
     assert.deepEqual(await personsNamed('Resumed'), [{ id }]);
     assert.equal(warnings.length, 1);
-    assert.match(warnings[0] as string, /^COMMIT of transaction \d+ got no answer \(Query read timeout\); it committed, as pg_xact_status showed after \d+ ms$/);
+    assert.match(
+      warnings[0] as string,
+      /^COMMIT of transaction \d+ got no answer \(Query read timeout\); it committed, as pg_xact_status showed after \d+ ms$/,
+    );
   });
 
   test('its session killed while frozen, before it read the COMMIT: nothing saved, 503 that says so', async () => {
@@ -127,7 +143,10 @@ describe('a change whose COMMIT gets no answer over HTTP', () => {
     assert.equal(res.headers.get('retry-after'), '5');
     assert.deepEqual(await personsNamed('Killed'), []);
     const line = await waitFor(server.errorLog, (log) => log.includes('did not commit'));
-    assert.match(line, /DbUnavailableError: database unavailable: COMMIT of transaction \d+ got no answer \(Query read timeout\); it did not commit, as pg_xact_status showed after \d+ ms/);
+    assert.match(
+      line,
+      /DbUnavailableError: database unavailable: COMMIT of transaction \d+ got no answer \(Query read timeout\); it did not commit, as pg_xact_status showed after \d+ ms/,
+    );
   });
 
   test('still frozen when the application stops asking: 503, and the error log says the outcome is unknown and how to look it up', async () => {
@@ -136,7 +155,10 @@ describe('a change whose COMMIT gets no answer over HTTP', () => {
     const res = await answer;
     assert.equal(res.status, 503);
     const log = await waitFor(server.errorLog, (text) => text.includes('outcome is unknown'));
-    const xid = /COMMIT of transaction (\d+) got no answer \(Query read timeout\); its outcome is unknown: nothing settled it within \d+ ms\. SELECT pg_xact_status\('(\d+)'\) on the server tells whether the change was saved/.exec(log);
+    const xid =
+      /COMMIT of transaction (\d+) got no answer \(Query read timeout\); its outcome is unknown: nothing settled it within \d+ ms\. SELECT pg_xact_status\('(\d+)'\) on the server tells whether the change was saved/.exec(
+        log,
+      );
     assert.ok(xid, log);
     assert.equal(xid[1], xid[2]);
     // The residual case: the client was told 503 and cannot know. Resumed after 8 s, the session
@@ -162,11 +184,18 @@ test('after a crash PostgreSQL gives a lost transaction id to the next transacti
   const other = new pg.Client({ connectionString: cluster.url });
   await other.connect();
   await other.query('BEGIN');
-  const { rows: [reused] } = await other.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid');
+  const {
+    rows: [reused],
+  } = await other.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid');
   await other.query('COMMIT');
   await other.end();
   // The trap: the same id, committed by another transaction.
   assert.equal(reused?.xid, mark.xid);
-  assert.deepEqual(await queryCluster('SELECT pg_xact_status($1::xid8) AS status', [mark.xid]), [{ status: 'committed' }]);
-  assert.equal(await findCommitOutcome(mark, { connectionString: cluster.url, connectTimeoutMs: 500, timeoutMs: 2000 }), 'aborted');
+  assert.deepEqual(await queryCluster('SELECT pg_xact_status($1::xid8) AS status', [mark.xid]), [
+    { status: 'committed' },
+  ]);
+  assert.equal(
+    await findCommitOutcome(mark, { connectionString: cluster.url, connectTimeoutMs: 500, timeoutMs: 2000 }),
+    'aborted',
+  );
 });

@@ -15,7 +15,14 @@ before(async () => {
 });
 after(() => cluster?.remove());
 
-const targets = ['/person/max-muster.json', '/personen', '/search.json?query=any,contains,e', '/werk/7.xml', '/css/site.css', '/'];
+const targets = [
+  '/person/max-muster.json',
+  '/personen',
+  '/search.json?query=any,contains,e',
+  '/werk/7.xml',
+  '/css/site.css',
+  '/',
+];
 
 function get(agent: http.Agent, origin: string, target: string): Promise<number | string> {
   return new Promise((resolve) => {
@@ -26,7 +33,11 @@ function get(agent: http.Agent, origin: string, target: string): Promise<number 
     });
     req.on('timeout', () => req.destroy(Object.assign(new Error('timed out'), { code: 'TIMEOUT' })));
     // A reset on a connection that had never carried a request is told apart: see the test.
-    req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNRESET' && !req.reusedSocket ? 'ECONNRESET on a new connection' : err.code ?? err.message));
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      resolve(
+        err.code === 'ECONNRESET' && !req.reusedSocket ? 'ECONNRESET on a new connection' : (err.code ?? err.message),
+      ),
+    );
   });
 }
 
@@ -50,23 +61,36 @@ for (const workers of [1, 2]) {
       signalledAt = performance.now();
       program.child.kill('SIGTERM');
       // Sent right after the signal on new connections: answered, or refused at connect, never reset.
-      const rightAfter = await Promise.all(Array.from({ length: 3 }, (_, i) => get(new http.Agent(), program.origin, targets[i] as string)));
+      const rightAfter = await Promise.all(
+        Array.from({ length: 3 }, (_, i) => get(new http.Agent(), program.origin, targets[i] as string)),
+      );
       await Promise.all(clients);
       agent.destroy();
       const code = await program.exited;
 
       const counts: Record<string, number> = {};
       for (const o of outcomes) counts[String(o)] = (counts[String(o)] ?? 0) + 1;
-      console.log(JSON.stringify({ workers, ...counts, rightAfter, stoppedInMs: Math.round(performance.now() - signalledAt) }));
+      console.log(
+        JSON.stringify({ workers, ...counts, rightAfter, stoppedInMs: Math.round(performance.now() - signalledAt) }),
+      );
       // With workers too: the primary owns the port, closes it first and hands every connection it
       // took to a worker that answers it.
-      assert.deepEqual(Object.keys(counts).filter((k) => !['200', 'ECONNREFUSED'].includes(k)), []);
-      assert.deepEqual(rightAfter.filter((o) => o !== 200 && o !== 'ECONNREFUSED'), []);
+      assert.deepEqual(
+        Object.keys(counts).filter((k) => !['200', 'ECONNREFUSED'].includes(k)),
+        [],
+      );
+      assert.deepEqual(
+        rightAfter.filter((o) => o !== 200 && o !== 'ECONNREFUSED'),
+        [],
+      );
       assert.equal(counts.ECONNREFUSED, 32, 'each client ends at the closed port');
       assert.ok((counts['200'] ?? 0) >= 100, `${counts['200']} answered`);
       assert.equal(code, 0);
       // The server logged exactly the requests the clients saw answered.
-      const logged = program.readLog('access.log').split('\n').filter((line) => / 200 \d+ "-" "-"$/.test(line)).length;
+      const logged = program
+        .readLog('access.log')
+        .split('\n')
+        .filter((line) => / 200 \d+ "-" "-"$/.test(line)).length;
       assert.equal(logged, (counts['200'] ?? 0) + rightAfter.filter((o) => o === 200).length);
     } finally {
       program.remove();

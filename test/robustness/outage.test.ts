@@ -38,7 +38,10 @@ const committedAfterNoAnswer: string[] = [];
 before(async () => {
   cluster = await createCluster();
   const db = openPostgres({
-    connectionString: cluster.url, statementTimeoutMs, connectTimeoutMs, outcomeTimeoutMs,
+    connectionString: cluster.url,
+    statementTimeoutMs,
+    connectTimeoutMs,
+    outcomeTimeoutMs,
     onWarning: (message) => committedAfterNoAnswer.push(message),
   });
   server = await startTestServer({ NODE_ENV: 'production' }, { db: { db, url: cluster.url, drop: () => db.close() } });
@@ -61,17 +64,50 @@ interface Outcome {
   body: string;
 }
 
-const reads = ['/', '/personen.xml', '/person/max-muster.json', '/person.php?pid=2', '/werk/7.json', '/search.json?query=any,contains,m%C3%BCller'];
+const reads = [
+  '/',
+  '/personen.xml',
+  '/person/max-muster.json',
+  '/person.php?pid=2',
+  '/werk/7.json',
+  '/search.json?query=any,contains,m%C3%BCller',
+];
 const statics = ['/css/site.css', '/img/max-muster.svg'];
 
-async function get(kind: Outcome['kind'], target: string, init: RequestInit = {}): Promise<Outcome & { res: Response | null }> {
+async function get(
+  kind: Outcome['kind'],
+  target: string,
+  init: RequestInit = {},
+): Promise<Outcome & { res: Response | null }> {
   const start = performance.now();
   try {
-    const res = await fetch(server.origin + target, { redirect: 'manual', signal: AbortSignal.timeout(15_000), ...init });
+    const res = await fetch(server.origin + target, {
+      redirect: 'manual',
+      signal: AbortSignal.timeout(15_000),
+      ...init,
+    });
     const body = await res.text();
-    return { kind, target, start, end: performance.now(), status: res.status, retryAfter: res.headers.get('retry-after'), body, res };
+    return {
+      kind,
+      target,
+      start,
+      end: performance.now(),
+      status: res.status,
+      retryAfter: res.headers.get('retry-after'),
+      body,
+      res,
+    };
   } catch (err) {
-    return { kind, target, start, end: performance.now(), status: (err as { cause?: { code?: string } }).cause?.code ?? String(err), retryAfter: null, body: '', res: null };
+    return {
+      kind,
+      target,
+      start,
+      end: performance.now(),
+      status: (err as { cause?: { code?: string } }).cause?.code ?? String(err),
+      retryAfter: null,
+      body: '',
+      res: null,
+    };
   }
 }
 
@@ -85,7 +121,11 @@ async function loginFlow(record: (o: Outcome) => void, user: 'mmuster' | 'jmuell
   const csrfToken = /name="csrf_token" value="([^"]+)"/.exec(form.body)?.[1];
   const anonymous = form.res ? cookieOf(form.res) : null;
   if (form.status !== 200 || !csrfToken || !anonymous) return;
-  const login = await get('login', '/login', postInit({ username: user, password: demo[user].password, csrf_token: csrfToken }, anonymous));
+  const login = await get(
+    'login',
+    '/login',
+    postInit({ username: user, password: demo[user].password, csrf_token: csrfToken }, anonymous),
+  );
   record(login);
   const session = login.res ? cookieOf(login.res) : null;
   if (login.status !== 303 || !session) return;
@@ -100,7 +140,11 @@ async function loginFlow(record: (o: Outcome) => void, user: 'mmuster' | 'jmuell
 }
 
 function postInit(fields: Record<string, string>, cookie: string): RequestInit {
-  return { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: new URLSearchParams(fields).toString() };
+  return {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+    body: new URLSearchParams(fields).toString(),
+  };
 }
 
 /** Clients that read, fetch static files, log in and out and change data until stop() is called. */
@@ -109,25 +153,47 @@ function startLoad(): { outcomes: Outcome[]; chains: Chain[]; stop: () => Promis
   const chains: Chain[] = [];
   let nextChain = 1;
   let running = true;
-  const record = (o: Outcome) => { outcomes.push({ ...o, body: o.body.slice(0, 2000) }); };
+  const record = (o: Outcome) => {
+    outcomes.push({ ...o, body: o.body.slice(0, 2000) });
+  };
   const loop = async (step: (i: number) => Promise<void>) => {
     for (let i = 0; running && i < 100_000; i++) await step(i);
   };
   const clients = [
-    ...Array.from({ length: 4 }, (_, c) => loop(async (i) => record(await get('read', reads[(i + c) % reads.length] as string)))),
+    ...Array.from({ length: 4 }, (_, c) =>
+      loop(async (i) => record(await get('read', reads[(i + c) % reads.length] as string))),
+    ),
     loop(async (i) => record(await get('static', statics[i % statics.length] as string))),
     loop(() => loginFlow(record, 'mmuster')),
     loop(() => loginFlow(record, 'jmueller')),
-    ...Array.from({ length: 2 }, () => loop(async () => {
-      chains.push(await runChain(librarian, nextChain++, (attempt) => record({ kind: 'change', target: attempt.step, ...attempt })));
-    })),
+    ...Array.from({ length: 2 }, () =>
+      loop(async () => {
+        chains.push(
+          await runChain(librarian, nextChain++, (attempt) =>
+            record({ kind: 'change', target: attempt.step, ...attempt }),
+          ),
+        );
+      }),
+    ),
   ];
-  return { outcomes, chains, stop: async () => { running = false; await Promise.all(clients); } };
+  return {
+    outcomes,
+    chains,
+    stop: async () => {
+      running = false;
+      await Promise.all(clients);
+    },
+  };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-interface Phase { name: string; from: number; to: number; restartedAt: number }
+interface Phase {
+  name: string;
+  from: number;
+  to: number;
+  restartedAt: number;
+}
 
 test('stopped, crashed and frozen database: 503 with Retry-After in time, static pages served, recovery within 2 s, every acknowledged change kept, no refused one', async () => {
   const load = startLoad();
@@ -143,9 +209,24 @@ test('stopped, crashed and frozen database: 503 with Retry-After in time, static
   };
   try {
     await sleep(1500);
-    await outage('stopped (pg_ctl stop -m fast)', () => cluster.stop('fast'), () => cluster.start(), 2500);
-    await outage('crashed (pg_ctl stop -m immediate)', () => cluster.stop('immediate'), () => cluster.start(), 2500);
-    await outage('frozen (SIGSTOP)', async () => cluster.freeze(true), async () => cluster.freeze(false), 4000);
+    await outage(
+      'stopped (pg_ctl stop -m fast)',
+      () => cluster.stop('fast'),
+      () => cluster.start(),
+      2500,
+    );
+    await outage(
+      'crashed (pg_ctl stop -m immediate)',
+      () => cluster.stop('immediate'),
+      () => cluster.start(),
+      2500,
+    );
+    await outage(
+      'frozen (SIGSTOP)',
+      async () => cluster.freeze(true),
+      async () => cluster.freeze(false),
+      4000,
+    );
   } finally {
     await load.stop();
   }
@@ -153,7 +234,10 @@ test('stopped, crashed and frozen database: 503 with Retry-After in time, static
   const errorLog = server.errorLog();
   const report = {
     phases: summarize(outcomes, phases),
-    chains: { completed: chains.filter((c) => c.failed === null).length, endedByError: countBy(chains.flatMap((c) => (c.failed ? [c.failed.step] : []))) },
+    chains: {
+      completed: chains.filter((c) => c.failed === null).length,
+      endedByError: countBy(chains.flatMap((c) => (c.failed ? [c.failed.step] : []))),
+    },
     changes: countBy(outcomes.filter((o) => o.kind === 'change').map((o) => String(o.status))),
     commitsWithoutAnswer: {
       committed: committedAfterNoAnswer.length,
@@ -164,9 +248,15 @@ test('stopped, crashed and frozen database: 503 with Retry-After in time, static
   // Nothing but the expected statuses; no socket error, no 500, no hang.
   const statuses = new Set(outcomes.map((o) => o.status));
   // A 500 tells what the error log says of it: the lines that are not an outage's 503.
-  const otherErrors = errorLog.split('\n').filter((line) => /\[app:error\]/.test(line) && !/DbUnavailableError/.test(line)).slice(0, 5);
+  const otherErrors = errorLog
+    .split('\n')
+    .filter((line) => /\[app:error\]/.test(line) && !/DbUnavailableError/.test(line))
+    .slice(0, 5);
   for (const status of statuses) {
-    assert.ok([200, 201, 204, 303, 503].includes(status as number), `status ${status}: ${JSON.stringify(outcomes.find((o) => o.status === status))}\n${otherErrors.join('\n')}`);
+    assert.ok(
+      [200, 201, 204, 303, 503].includes(status as number),
+      `status ${status}: ${JSON.stringify(outcomes.find((o) => o.status === status))}\n${otherErrors.join('\n')}`,
+    );
   }
   // Every 503 says when to come back and came within the time-outs.
   const unavailable = outcomes.filter((o) => o.status === 503);
@@ -181,21 +271,45 @@ test('stopped, crashed and frozen database: 503 with Retry-After in time, static
     assert.doesNotMatch(o.body, /ECONNREFUSED|at [\w.]+ \(|\.ts:\d+/, 'a 503 shows nothing of the internals');
   }
   // Pages that do not need the database never failed.
-  assert.deepEqual(outcomes.filter((o) => o.kind === 'static' && o.status !== 200), []);
-  assert.ok(outcomes.filter((o) => o.kind === 'static' && phases.some((p) => o.start > p.from && o.end < p.to)).length >= 20);
+  assert.deepEqual(
+    outcomes.filter((o) => o.kind === 'static' && o.status !== 200),
+    [],
+  );
+  assert.ok(
+    outcomes.filter((o) => o.kind === 'static' && phases.some((p) => o.start > p.from && o.end < p.to)).length >= 20,
+  );
   // Recovery: a database request begun 2 s after the restart no longer fails.
   for (const phase of phases) {
-    const late = outcomes.filter((o) => o.kind !== 'static' && o.start > phase.restartedAt + recoveryMs && o.end < phase.restartedAt + upMs);
+    const late = outcomes.filter(
+      (o) => o.kind !== 'static' && o.start > phase.restartedAt + recoveryMs && o.end < phase.restartedAt + upMs,
+    );
     assert.ok(late.length > 0, phase.name);
-    assert.deepEqual(late.filter((o) => o.status === 503).map((o) => o.target), [], phase.name);
+    assert.deepEqual(
+      late.filter((o) => o.status === 503).map((o) => o.target),
+      [],
+      phase.name,
+    );
   }
   // The error log says why, for every 503, without a line for each: the first of a kind, then one
   // line per interval with the count (summed up every 10 s); no change was left with its outcome unknown.
-  assert.match(errorLog, /\[app:error\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] DbUnavailableError: database unavailable: connect ECONNREFUSED 127\.0\.0\.1:\d+/);
-  assert.match(errorLog, /DbUnavailableError: database unavailable: (Query read timeout|timeout exceeded when trying to connect)/);
+  assert.match(
+    errorLog,
+    /\[app:error\] \[pid \d+\] \[client 127\.0\.0\.1:\d+\] DbUnavailableError: database unavailable: connect ECONNREFUSED 127\.0\.0\.1:\d+/,
+  );
+  assert.match(
+    errorLog,
+    /DbUnavailableError: database unavailable: (Query read timeout|timeout exceeded when trying to connect)/,
+  );
   // A first line stands for one answer, a summed-up line for as many as it says.
-  const accounted = (log: string) => log.split('\n').filter((line) => line.includes('DbUnavailableError'))
-    .reduce((sum, line) => sum + Number(/\(repeated ([0-9,]+) times in the last \d+ s\)$/.exec(line)?.[1]?.replace(/,/g, '') ?? 1), 0);
+  const accounted = (log: string) =>
+    log
+      .split('\n')
+      .filter((line) => line.includes('DbUnavailableError'))
+      .reduce(
+        (sum, line) =>
+          sum + Number(/\(repeated ([0-9,]+) times in the last \d+ s\)$/.exec(line)?.[1]?.replace(/,/g, '') ?? 1),
+        0,
+      );
   const summed = await waitFor(server.errorLog, (log) => accounted(log) >= unavailable.length, 15_000);
   const outageLines = summed.split('\n').filter((line) => line.includes('DbUnavailableError')).length;
   console.log(`error log: ${outageLines} lines for ${unavailable.length} answers 503`);
@@ -209,11 +323,17 @@ test('stopped, crashed and frozen database: 503 with Retry-After in time, static
   assert.deepEqual(await readRows(server.db), expectedRows(chains));
   const acknowledgedChanges = chains.reduce((sum, c) => sum + c.acknowledged.length, 0);
   assert.ok(acknowledgedChanges >= 20, `${acknowledgedChanges} changes acknowledged`);
-  assert.ok(chains.filter((c) => c.failed !== null).length >= 3, `${chains.filter((c) => c.failed !== null).length} chains ended by an outage`);
+  assert.ok(
+    chains.filter((c) => c.failed !== null).length >= 3,
+    `${chains.filter((c) => c.failed !== null).length} chains ended by an outage`,
+  );
 
   // Every acknowledged login is in the database unless its logout was acknowledged too; nothing else.
   const rows = await server.db.query<{ id: string }>('SELECT id FROM session WHERE account_id IS NOT NULL');
-  const expected = [...acknowledged.loggedIn].filter((t) => !acknowledged.loggedOut.has(t)).map(sha256).sort();
+  const expected = [...acknowledged.loggedIn]
+    .filter((t) => !acknowledged.loggedOut.has(t))
+    .map(sha256)
+    .sort();
   assert.deepEqual(rows.map((r) => r.id).sort(), expected);
   assert.ok(acknowledged.loggedIn.size >= 5, `${acknowledged.loggedIn.size} logins acknowledged`);
 });
@@ -230,7 +350,10 @@ function summarize(outcomes: Outcome[], phases: Phase[]) {
     const firstOk = outcomes.find((o) => o.kind !== 'static' && o.start >= phase.restartedAt && o.status !== 503);
     // Requests cut by the next outage do not count against this recovery.
     const lastFailure = outcomes.filter((o) => o.status === 503 && o.start >= phase.restartedAt && o.end < next).at(-1);
-    const latencies = during.filter((o) => o.status === 503).map((o) => o.end - o.start).sort((a, b) => a - b);
+    const latencies = during
+      .filter((o) => o.status === 503)
+      .map((o) => o.end - o.start)
+      .sort((a, b) => a - b);
     return {
       phase: phase.name,
       downMs: Math.round(phase.to - phase.from),

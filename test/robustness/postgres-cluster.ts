@@ -32,7 +32,9 @@ export function postgresBin(): string | null {
   if (process.env.PG_BIN) return process.env.PG_BIN;
   const base = '/usr/lib/postgresql';
   if (!existsSync(base)) return null;
-  const versions = readdirSync(base).filter((v) => existsSync(path.join(base, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+  const versions = readdirSync(base)
+    .filter((v) => existsSync(path.join(base, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a));
   return versions[0] ? path.join(base, versions[0], 'bin') : null;
 }
 
@@ -40,9 +42,14 @@ export function postgresBin(): string | null {
  * A new cluster of its own, or with standbyOf a streaming standby of that one (pg_basebackup -R:
  * it follows the primary's WAL and answers reads in hot standby).
  */
-export async function createCluster(options: { standbyOf?: PostgresCluster; settings?: string } = {}): Promise<PostgresCluster> {
+export async function createCluster(
+  options: { standbyOf?: PostgresCluster; settings?: string } = {},
+): Promise<PostgresCluster> {
   const bin = postgresBin();
-  if (!bin) throw new Error('initdb was not found; install PostgreSQL (apt-get install postgresql) or set PG_BIN to its bin folder.');
+  if (!bin)
+    throw new Error(
+      'initdb was not found; install PostgreSQL (apt-get install postgresql) or set PG_BIN to its bin folder.',
+    );
   const dir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-pg-'));
   const data = path.join(dir, 'data');
   const owner = ownerOf();
@@ -58,7 +65,20 @@ export async function createCluster(options: { standbyOf?: PostgresCluster; sett
   };
   const primary = options.standbyOf;
   if (primary) {
-    await run('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', data, '-R', '-X', 'stream', '--no-sync']);
+    await run('pg_basebackup', [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(primary.port),
+      '-U',
+      'postgres',
+      '-D',
+      data,
+      '-R',
+      '-X',
+      'stream',
+      '--no-sync',
+    ]);
   } else {
     await run('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale=C']);
   }
@@ -69,7 +89,8 @@ export async function createCluster(options: { standbyOf?: PostgresCluster; sett
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
     dir,
-    start: () => run('pg_ctl', ['-D', data, '-o', settings, '-l', path.join(dir, 'server.log'), '-w', '-t', '30', 'start']),
+    start: () =>
+      run('pg_ctl', ['-D', data, '-o', settings, '-l', path.join(dir, 'server.log'), '-w', '-t', '30', 'start']),
     stop: (mode) => run('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '30', 'stop']),
     freeze: (frozen) => {
       const pid = postmasterPid();

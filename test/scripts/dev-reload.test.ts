@@ -14,15 +14,17 @@ const dir = path.join(root, 'test/fixtures', `tmp-reload-${process.pid}`);
 const scriptFile = path.join(dir, 'scripts', 'hello.ts');
 const templateFile = path.join(dir, 'templates', 'hello.ejs');
 
-const script = (greeting: string) => [
-  '// A page edited while the server runs.',
-  'export async function GET() {',
-  `  const greeting = ${JSON.stringify(greeting)};`,
-  "  return { path: '/hello', title: 'Hello', data: { greeting } };",
-  '}',
-  '',
-].join('\n');
-const template = (tag: string) => `<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Hello</title></head>\n<body><${tag}><%= data.greeting %></${tag}></body></html>\n`;
+const script = (greeting: string) =>
+  [
+    '// A page edited while the server runs.',
+    'export async function GET() {',
+    `  const greeting = ${JSON.stringify(greeting)};`,
+    "  return { path: '/hello', title: 'Hello', data: { greeting } };",
+    '}',
+    '',
+  ].join('\n');
+const template = (tag: string) =>
+  `<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Hello</title></head>\n<body><${tag}><%= data.greeting %></${tag}></body></html>\n`;
 
 let server: TestServer;
 
@@ -31,9 +33,15 @@ before(async () => {
   mkdirSync(path.dirname(templateFile), { recursive: true });
   writeFileSync(scriptFile, script('Hallo 1'));
   writeFileSync(templateFile, template('p'));
-  writeFileSync(path.join(dir, 'rules.json'), JSON.stringify([{ pattern: '^/hello$', substitution: '/hello.php', flags: ['L'] }]));
+  writeFileSync(
+    path.join(dir, 'rules.json'),
+    JSON.stringify([{ pattern: '^/hello$', substitution: '/hello.php', flags: ['L'] }]),
+  );
   server = await startTestServer({
-    DISPLAY_ERRORS: '1', SCRIPTS_DIR: path.join(dir, 'scripts'), TEMPLATES_DIR: path.join(dir, 'templates'), REWRITE_RULES: path.join(dir, 'rules.json'),
+    DISPLAY_ERRORS: '1',
+    SCRIPTS_DIR: path.join(dir, 'scripts'),
+    TEMPLATES_DIR: path.join(dir, 'templates'),
+    REWRITE_RULES: path.join(dir, 'rules.json'),
   });
 });
 after(async () => {
@@ -59,8 +67,16 @@ describe('a running development server', () => {
     const broken = await rawRequest(server.origin, '/hello');
     assert.equal(broken.status, 500);
     assert.match(broken.body, /<h1>Parse error<\/h1>/);
-    assert.match(broken.body, new RegExp(`Expected &#34;}&#34; but found &#34;data&#34; in <b>test/fixtures/tmp-reload-${process.pid}/scripts/hello\\.ts</b> on line <b>4</b>`));
-    assert.match(broken.body, /<span class="here">4 &gt;   return \{ path: &#39;\/hello&#39;, title: &#39;Hello&#39; data, data: \{ greeting \} \};<\/span>/);
+    assert.match(
+      broken.body,
+      new RegExp(
+        `Expected &#34;}&#34; but found &#34;data&#34; in <b>test/fixtures/tmp-reload-${process.pid}/scripts/hello\\.ts</b> on line <b>4</b>`,
+      ),
+    );
+    assert.match(
+      broken.body,
+      /<span class="here">4 &gt;   return \{ path: &#39;\/hello&#39;, title: &#39;Hello&#39; data, data: \{ greeting \} \};<\/span>/,
+    );
     writeFileSync(scriptFile, script('Hallo 4'));
     const fixed = await rawRequest(server.origin, '/hello');
     assert.equal(fixed.status, 200);
@@ -76,8 +92,14 @@ describe('a running development server', () => {
 });
 
 describe('hundreds of edits', () => {
-  test('leave the heap where it was (300 edits of a script holding 160 KB each, forced GC)', { timeout: 120_000 }, async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', path.join(root, 'test/fixtures/edit-loop.ts'), '300'], { cwd: root, timeout: 110_000 });
+  test('leave the heap where it was (300 edits of a script holding 160 KB each, forced GC)', {
+    timeout: 120_000,
+  }, async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--expose-gc', '--import', 'tsx', path.join(root, 'test/fixtures/edit-loop.ts'), '300'],
+      { cwd: root, timeout: 110_000 },
+    );
     const result = JSON.parse(stdout) as { edits: number; baseline: number; final: number };
     assert.equal(result.edits, 300);
     // Keeping every old version would hold about 250 × 160 KB = 40 MB more.

@@ -27,7 +27,9 @@ after(async () => {
   await server?.close();
 });
 
-test('a screenshot of the display_errors page shows the source excerpt with the failing line marked', { skip }, async (t) => {
+test('a screenshot of the display_errors page shows the source excerpt with the failing line marked', {
+  skip,
+}, async (t) => {
   const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
   const res = await page.goto(`${server.origin}/boom`);
   assert.equal(res?.status(), 500);
@@ -40,7 +42,10 @@ test('a screenshot of the display_errors page shows the source excerpt with the 
   const here = page.locator('pre.excerpt span.here');
   assert.equal(await here.textContent(), ' 9 >   const titel = (werke[index] as Werk).titel;');
   // Runs in the page; the cast stands in for the DOM library the tests are type-checked without.
-  assert.equal(await here.evaluate((el) => (globalThis as unknown as PageWindow).getComputedStyle(el).backgroundColor), 'rgb(255, 217, 208)');
+  assert.equal(
+    await here.evaluate((el) => (globalThis as unknown as PageWindow).getComputedStyle(el).backgroundColor),
+    'rgb(255, 217, 208)',
+  );
   assert.equal(await page.locator('pre.excerpt span').count(), 9); // lines 4 to 12: five before, the file ends three after
 
   await page.screenshot({ path: screenshot });
@@ -51,4 +56,3 @@ test('a screenshot of the display_errors page shows the source excerpt with the 
   t.diagnostic(`screenshot: ${screenshot}`);
   await page.close();
 });
-

@@ -47,9 +47,19 @@ describe('imports of a script', () => {
 
   before(() => {
     mkdirSync(dir, { recursive: true });
-    write('_shared.ts', ["import { HttpError } from '../../../lib/page/index.ts';", 'export const made = { HttpError };', "export const x = 'eins';"]);
-    write('first.ts', page("import { x } from './_shared.ts';").concat("export { made as toJson } from './_shared.ts';"));
-    write('second.ts', page("import { x } from './_shared.ts';").concat("export { made as toJson } from './_shared.ts';"));
+    write('_shared.ts', [
+      "import { HttpError } from '../../../lib/page/index.ts';",
+      'export const made = { HttpError };',
+      "export const x = 'eins';",
+    ]);
+    write(
+      'first.ts',
+      page("import { x } from './_shared.ts';").concat("export { made as toJson } from './_shared.ts';"),
+    );
+    write(
+      'second.ts',
+      page("import { x } from './_shared.ts';").concat("export { made as toJson } from './_shared.ts';"),
+    );
     write('unshared.ts', page("import { readTarget as x } from '../../../lib/http/index.ts';"));
     write('server.ts', page("import { createApp as x } from '../../../server.ts';"));
     write('missing.ts', page("import { x } from './_nowhere.ts';"));
@@ -71,16 +81,31 @@ describe('imports of a script', () => {
     const loader = new ScriptLoader(dir, { reload: true });
     const titleOf = async () => ((await (await loader.load('first')).GET?.({} as never)) as Document).title;
     assert.equal(await titleOf(), 'eins');
-    write('_shared.ts', ["import { HttpError } from '../../../lib/page/index.ts';", 'export const made = { HttpError };', "export const x = 'zwei';"]);
+    write('_shared.ts', [
+      "import { HttpError } from '../../../lib/page/index.ts';",
+      'export const made = { HttpError };',
+      "export const x = 'zwei';",
+    ]);
     const later = new Date(Date.now() + 5000);
     utimesSync(path.join(dir, '_shared.ts'), later, later);
     assert.equal(await titleOf(), 'zwei');
   });
 
   const refusals = [
-    ['unshared', /^Cannot import \.\.\/\.\.\/\.\.\/lib\/http\/index\.ts: scripts import lib\/page\/index\.ts, the one lib module made for them; export what the script needs from there\.$/],
-    ['server', /^Cannot import \.\.\/\.\.\/\.\.\/server\.ts: a script imports lib\/page\/index\.ts, \.ts files of its own folder, Node's modules and packages\.$/],
-    ['missing', new RegExp(`^Cannot import \\./_nowhere\\.ts: there is no file test/fixtures/tmp-imports-${process.pid}/_nowhere\\.ts\\.$`)],
+    [
+      'unshared',
+      /^Cannot import \.\.\/\.\.\/\.\.\/lib\/http\/index\.ts: scripts import lib\/page\/index\.ts, the one lib module made for them; export what the script needs from there\.$/,
+    ],
+    [
+      'server',
+      /^Cannot import \.\.\/\.\.\/\.\.\/server\.ts: a script imports lib\/page\/index\.ts, \.ts files of its own folder, Node's modules and packages\.$/,
+    ],
+    [
+      'missing',
+      new RegExp(
+        `^Cannot import \\./_nowhere\\.ts: there is no file test/fixtures/tmp-imports-${process.pid}/_nowhere\\.ts\\.$`,
+      ),
+    ],
     ['circle', /^Cannot import \.\/circle\.ts: the files of the scripts folder import each other in a circle\.$/],
   ] as const;
   for (const [name, message] of refusals) {

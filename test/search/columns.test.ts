@@ -38,7 +38,11 @@ test('a column of several fields keeps each apart, and ids never set read as emp
 
 test('interned texts have one code each, and an order that is by code point', () => {
   const names = new Interned();
-  const [a, b, c] = ['Zoë', '\u{1F600} Emoji', '\uFB00 Ligatur'].map((text) => names.code(text)) as [number, number, number];
+  const [a, b, c] = ['Zoë', '\u{1F600} Emoji', '\uFB00 Ligatur'].map((text) => names.code(text)) as [
+    number,
+    number,
+    number,
+  ];
   assert.equal(names.code('Zoë'), a);
   assert.equal(names.text(b), '\u{1F600} Emoji');
   // U+FB00 before U+1F600 by code point (and in UTF-8), though not in UTF-16 units.

@@ -24,9 +24,30 @@ export function contents(index: WordIndex) {
   return {
     personen: sets(personen.lexemes.entries()),
     werke: sets(werke.lexemes.entries()),
-    facets: [sets(personen.byName.entries(), (c) => names.text(c)), sets(werke.byArt.entries(), (c) => werke.arts.text(c)), sets(werke.byDecade.entries()), sets(werke.byCreator.entries(), (c) => names.text(c))],
-    persons: [...personen.lexemes.rows].map((id) => [id, names.text(personen.name.get(id)), personen.folded.get(id), personen.author.get(id)]),
-    works: [...werke.lexemes.rows].map((id) => [id, werke.person.get(id), names.text(werke.creator.get(id)), werke.arts.text(werke.art.get(id)), werke.jahr.get(id), werke.folded.get(id)]),
-    vocabulary: [vocabulary.size, vocabulary.stemOf('hafen'), vocabulary.expand({ kind: 'begins', word: 'ha' }, 'ha', 50)],
+    facets: [
+      sets(personen.byName.entries(), (c) => names.text(c)),
+      sets(werke.byArt.entries(), (c) => werke.arts.text(c)),
+      sets(werke.byDecade.entries()),
+      sets(werke.byCreator.entries(), (c) => names.text(c)),
+    ],
+    persons: [...personen.lexemes.rows].map((id) => [
+      id,
+      names.text(personen.name.get(id)),
+      personen.folded.get(id),
+      personen.author.get(id),
+    ]),
+    works: [...werke.lexemes.rows].map((id) => [
+      id,
+      werke.person.get(id),
+      names.text(werke.creator.get(id)),
+      werke.arts.text(werke.art.get(id)),
+      werke.jahr.get(id),
+      werke.folded.get(id),
+    ]),
+    vocabulary: [
+      vocabulary.size,
+      vocabulary.stemOf('hafen'),
+      vocabulary.expand({ kind: 'begins', word: 'ha' }, 'ha', 50),
+    ],
   };
 }

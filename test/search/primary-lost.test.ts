@@ -20,7 +20,7 @@ import type { TestDb } from '../helpers.ts';
 import { backend } from '../helpers.ts';
 import { openDemoDb } from './index-contents.ts';
 
-const skip = backend !== 'postgres' && 'the search process and replicas are PostgreSQL\'s';
+const skip = backend !== 'postgres' && "the search process and replicas are PostgreSQL's";
 const limits: SearchLimits = { cap: 1000, timeoutMs: 2000, concurrency: 2, waitMs: 2000 };
 let testDb: TestDb;
 let dir: string;
@@ -54,7 +54,12 @@ async function throughProxy(url: string): Promise<{ url: string; lose: () => Pro
 }
 
 const spec = (query: string): SearchSpec => ({
-  lines: parseLines([parseCondition(query)]), scope: 'default_scope', facets: [], sort: 'rank', offset: 0, size: 10,
+  lines: parseLines([parseCondition(query)]),
+  scope: 'default_scope',
+  facets: [],
+  sort: 'rank',
+  offset: 0,
+  size: 10,
 });
 
 before(async () => {
@@ -95,6 +100,9 @@ test('with the primary lost, a word the index has not seen is stemmed where the 
   closing.push(() => client.close());
   // The request's database is the replica: here the same database on a connection of its own.
   const found = await client.forRequest(() => new DataVersion(primary).current(), testDb.db).find(spec(query));
-  assert.deepEqual(found.hits.map((h) => h.titel), ['Das Haus am Deich']);
+  assert.deepEqual(
+    found.hits.map((h) => h.titel),
+    ['Das Haus am Deich'],
+  );
   assert.equal(found.hits[0]?.slug, 'anna-lena-schaefer');
 });

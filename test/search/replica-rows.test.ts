@@ -16,7 +16,12 @@ let behind: TestDb;
 let searcher: Searcher;
 
 const spec = (query: string): SearchSpec => ({
-  lines: parseLines([parseCondition(query)]), scope: 'default_scope', facets: [], sort: 'title', offset: 0, size: 10,
+  lines: parseLines([parseCondition(query)]),
+  scope: 'default_scope',
+  facets: [],
+  sort: 'title',
+  offset: 0,
+  size: 10,
 });
 
 before(async () => {
@@ -26,7 +31,11 @@ before(async () => {
     `INSERT INTO werk (person_id, titel, beschreibung, art, jahr) SELECT p.id, t.titel, 'Neu am Deich.', 'Roman', 2024
        FROM person p, (VALUES ('Nebel am Deich'), ('Ein Deich im Winter')) AS t(titel) WHERE p.slug = 'anna-lena-schaefer'`,
   );
-  searcher = new Searcher(primary.db, { cap: 1000, timeoutMs: 2000, concurrency: 2, waitMs: 2000 }, { onError: (message) => assert.fail(message), snapshot: null });
+  searcher = new Searcher(
+    primary.db,
+    { cap: 1000, timeoutMs: 2000, concurrency: 2, waitMs: 2000 },
+    { onError: (message) => assert.fail(message), snapshot: null },
+  );
   await searcher.start();
 });
 
@@ -36,11 +45,14 @@ after(async () => {
   await behind?.drop();
 });
 
-test('rows a replica does not have yet are read from the primary, in the page\'s order', async () => {
+test("rows a replica does not have yet are read from the primary, in the page's order", async () => {
   const version = new DataVersion(primary.db);
   const onPrimary = await searcher.forRequest(() => version.current(), primary.db).find(spec('any,contains,deich'));
   const titles = onPrimary.hits.map((h) => h.titel);
-  assert.ok(titles.includes('Nebel am Deich') && titles.includes('Ein Deich im Winter') && titles.length >= 3, titles.join(', '));
+  assert.ok(
+    titles.includes('Nebel am Deich') && titles.includes('Ein Deich im Winter') && titles.length >= 3,
+    titles.join(', '),
+  );
   const onReplica = await searcher.forRequest(() => version.current(), behind.db).find(spec('any,contains,deich'));
   assert.deepEqual(onReplica.hits, onPrimary.hits);
   assert.equal(onReplica.total, onPrimary.total);

@@ -59,7 +59,10 @@ async function current(sync: IndexSync): Promise<WordIndex> {
 
 let works = 0;
 async function addWork(title: string): Promise<void> {
-  await db.query(`INSERT INTO werk (person_id, titel, beschreibung, art, jahr) SELECT id, $1, 'Neu', 'Gemälde', 1999 FROM person ORDER BY id LIMIT 1`, [`${title} ${++works}`]);
+  await db.query(
+    `INSERT INTO werk (person_id, titel, beschreibung, art, jahr) SELECT id, $1, 'Neu', 'Gemälde', 1999 FROM person ORDER BY id LIMIT 1`,
+    [`${title} ${++works}`],
+  );
 }
 
 describe('the search index snapshot', () => {
@@ -78,20 +81,33 @@ describe('the search index snapshot', () => {
     const second = await started(file);
     assert.deepEqual(second.errors, []);
     assert.deepEqual([second.sync.stats.reloads, second.sync.stats.snapshotsTaken], [0, 1]);
-    assert.match(second.notes.join('\n'), /search index: taken from .*taken\.snapshot \(\d+ persons, \d+ works, version \d+ → \d+\)/);
+    assert.match(
+      second.notes.join('\n'),
+      /search index: taken from .*taken\.snapshot \(\d+ persons, \d+ works, version \d+ → \d+\)/,
+    );
     const anew = await started(null);
     assert.deepEqual(contents(await current(second.sync)), contents(await current(anew.sync)));
-    assert.ok([...(await current(second.sync)).werke.lexemes.of('t:nebelhorn') ?? []].length === 1, 'the work added after the file was written');
+    assert.ok(
+      [...((await current(second.sync)).werke.lexemes.of('t:nebelhorn') ?? [])].length === 1,
+      'the work added after the file was written',
+    );
     await Promise.all([second.sync.close(), anew.sync.close()]);
   });
 
   test('a file written from another database is not taken: everything is read, and the file written anew', async () => {
     const file = path.join(dir, 'other.snapshot');
     const index = new WordIndex();
-    await writeSnapshot(file, { database: '1/elsewhere', timeline: '00000001', snapshot: '1:1:', version: '1', endianness: os.endianness() }, index);
+    await writeSnapshot(
+      file,
+      { database: '1/elsewhere', timeline: '00000001', snapshot: '1:1:', version: '1', endianness: os.endianness() },
+      index,
+    );
     const { sync, notes } = await started(file);
     assert.deepEqual([sync.stats.reloads, sync.stats.snapshotsTaken], [1, 0]);
-    assert.match(notes.join('\n'), /other\.snapshot not taken, reading everything: it was written from another database \(1\/elsewhere, not \d+\/\d+\/\w+\/\d+\/\d+\)/);
+    assert.match(
+      notes.join('\n'),
+      /other\.snapshot not taken, reading everything: it was written from another database \(1\/elsewhere, not \d+\/\d+\/\w+\/\d+\/\d+\)/,
+    );
     await sync.close();
     // The file now is this database's.
     const written = openSnapshot(file);
@@ -109,7 +125,10 @@ describe('the search index snapshot', () => {
     truncateSync(file, Math.floor(statSync(file).size / 2));
     const cut = await started(file);
     assert.deepEqual([cut.sync.stats.reloads, cut.sync.stats.snapshotsTaken], [1, 0]);
-    assert.match(cut.notes.join('\n'), /cut\.snapshot not taken, reading everything: the file ends in the middle of a part/);
+    assert.match(
+      cut.notes.join('\n'),
+      /cut\.snapshot not taken, reading everything: the file ends in the middle of a part/,
+    );
     await cut.sync.close();
     writeFileSync(file, 'GIF89a and then nothing of a snapshot');
     const other = await started(file);
@@ -124,7 +143,10 @@ describe('the search index snapshot', () => {
     await first.sync.close();
     const written = readFileSync(file);
     // One bit in the middle (in a part), and one in the hash at the end.
-    for (const [at, reason] of [[Math.floor(written.length / 2), /.+/], [written.length - 1, /its bytes are not the ones written \(their SHA-256 differs\)/]] as const) {
+    for (const [at, reason] of [
+      [Math.floor(written.length / 2), /.+/],
+      [written.length - 1, /its bytes are not the ones written \(their SHA-256 differs\)/],
+    ] as const) {
       const bytes = Buffer.from(written);
       bytes[at]! ^= 1;
       writeFileSync(file, bytes);
@@ -150,7 +172,10 @@ describe('the search index snapshot', () => {
     await writeSnapshot(file, later, index);
     const behind = await started(file);
     assert.deepEqual([behind.sync.stats.reloads, behind.sync.stats.snapshotsTaken], [1, 0]);
-    assert.match(behind.notes.join('\n'), /later\.snapshot not taken, reading everything: the database's data version \d+ is behind the file's \d+/);
+    assert.match(
+      behind.notes.join('\n'),
+      /later\.snapshot not taken, reading everything: the database's data version \d+ is behind the file's \d+/,
+    );
     await behind.sync.close();
   });
 
@@ -173,8 +198,11 @@ describe('the search index snapshot', () => {
     await db.query('UPDATE search_change_pruned SET xid = pg_current_xact_id()');
     const old = await started(file);
     assert.deepEqual([old.sync.stats.reloads, old.sync.stats.snapshotsTaken], [1, 0]);
-    assert.match(old.notes.join('\n'), /old\.snapshot not taken, reading everything: changes since it was written are no longer all noted/);
-    assert.equal([...(await current(old.sync)).werke.lexemes.of('t:vergessen') ?? []].length, 1);
+    assert.match(
+      old.notes.join('\n'),
+      /old\.snapshot not taken, reading everything: changes since it was written are no longer all noted/,
+    );
+    assert.equal([...((await current(old.sync)).werke.lexemes.of('t:vergessen') ?? [])].length, 1);
     await old.sync.close();
   });
 
@@ -205,8 +233,14 @@ describe('a restart of the server', () => {
       else await withPglite(programDir, (pglite) => pglite.query(added));
       const second = await startProgram(env);
       try {
-        assert.match(second.output(), /portfolio: search index: taken from .*search-index\.snapshot \(\d+ persons, \d+ works, version \d+ → \d+\)/);
-        for (const [word, total] of [['Zitronen', 1], ['Zwischenzeitlich', 1]] as const) {
+        assert.match(
+          second.output(),
+          /portfolio: search index: taken from .*search-index\.snapshot \(\d+ persons, \d+ works, version \d+ → \d+\)/,
+        );
+        for (const [word, total] of [
+          ['Zitronen', 1],
+          ['Zwischenzeitlich', 1],
+        ] as const) {
           const res = await fetch(`${second.origin}/search.json?query=any,contains,${word}`);
           assert.equal(res.status, 200);
           assert.equal(((await res.json()) as { total: number }).total, total, word);

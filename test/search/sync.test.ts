@@ -54,12 +54,26 @@ describe('the word index follows the database', () => {
           `INSERT INTO person (slug, vorname, nachname, username, image) VALUES ($1, $2, $3, $1, '') RETURNING id`,
           [`folge-${round}`, word(), `Folge${round}`],
         );
-        await tx.query(`INSERT INTO werk (person_id, titel, art, jahr, beschreibung) VALUES ($1, $2, $3, $4, $5), ($1, $6, '', NULL, '')`,
-          [person?.id, `${word()} am ${word()}`, word(), 1900 + round, `Mit ${word()} und ${word()}.`, word()]);
+        await tx.query(
+          `INSERT INTO werk (person_id, titel, art, jahr, beschreibung) VALUES ($1, $2, $3, $4, $5), ($1, $6, '', NULL, '')`,
+          [person?.id, `${word()} am ${word()}`, word(), 1900 + round, `Mit ${word()} und ${word()}.`, word()],
+        );
       });
-      const [some] = await db.query<{ id: number }>('SELECT id FROM werk ORDER BY md5(id::text || $1) LIMIT 1', [String(round)]);
-      await db.query(`UPDATE werk SET titel = $2, art = $3, jahr = $4, beschreibung = $5 WHERE id = $1`, [some?.id, `${word()} ${word()}`, round % 3 ? word() : '', round % 2 ? null : -5 + round, `Neu: ${word()}.`]);
-      if (round % 3 === 0) await db.query(`UPDATE person SET nachname = $1, slug = $2 WHERE id = (SELECT min(id) FROM person WHERE slug LIKE 'folge-%')`, [`Neu${round}`, `folge-neu-${round}`]);
+      const [some] = await db.query<{ id: number }>('SELECT id FROM werk ORDER BY md5(id::text || $1) LIMIT 1', [
+        String(round),
+      ]);
+      await db.query(`UPDATE werk SET titel = $2, art = $3, jahr = $4, beschreibung = $5 WHERE id = $1`, [
+        some?.id,
+        `${word()} ${word()}`,
+        round % 3 ? word() : '',
+        round % 2 ? null : -5 + round,
+        `Neu: ${word()}.`,
+      ]);
+      if (round % 3 === 0)
+        await db.query(
+          `UPDATE person SET nachname = $1, slug = $2 WHERE id = (SELECT min(id) FROM person WHERE slug LIKE 'folge-%')`,
+          [`Neu${round}`, `folge-neu-${round}`],
+        );
       if (round % 4 === 1) await db.query(`DELETE FROM werk WHERE id = (SELECT max(id) FROM werk)`);
       if (round % 5 === 2) await db.query(`DELETE FROM person WHERE slug = $1`, [`folge-${round - 1}`]);
       // Caught up now and then, so that notes of several rounds are read at once as well.
@@ -79,12 +93,19 @@ describe('the word index follows the database', () => {
     const { werke, personen } = index;
     assert.deepEqual(
       kept.map((w) => [w.id, w.folded, w.art, w.author]),
-      followed.works.map(([id]) => [id, werke.folded.get(id as number), werke.arts.text(werke.art.get(id as number)), personen.author.get(werke.person.get(id as number))]),
+      followed.works.map(([id]) => [
+        id,
+        werke.folded.get(id as number),
+        werke.arts.text(werke.art.get(id as number)),
+        personen.author.get(werke.person.get(id as number)),
+      ]),
     );
     assert.ok(kept.some((w) => w.author.startsWith('neu')));
   });
 
-  test('a transaction that commits after a catch-up read while it ran is read at the next', { skip: backend !== 'postgres' && 'PGlite has one connection: no transaction runs beside a read' }, async () => {
+  test('a transaction that commits after a catch-up read while it ran is read at the next', {
+    skip: backend !== 'postgres' && 'PGlite has one connection: no transaction runs beside a read',
+  }, async () => {
     const sync = await follow();
     const client = new pg.Client({ connectionString: testDb.url as string });
     await client.connect();
@@ -105,7 +126,9 @@ describe('the word index follows the database', () => {
 
   test('notes deleted before the index read them make it read everything again', async () => {
     const sync = await follow();
-    const [added] = await db.query<{ id: number }>(`INSERT INTO werk (person_id, titel) VALUES ((SELECT min(id) FROM person), 'Übersehenes Blatt') RETURNING id`);
+    const [added] = await db.query<{ id: number }>(
+      `INSERT INTO werk (person_id, titel) VALUES ((SELECT min(id) FROM person), 'Übersehenes Blatt') RETURNING id`,
+    );
     // Its note ages past the ten minutes and is deleted before this index reads it.
     await db.query(`UPDATE search_change SET at = now() - interval '1 hour'`);
     await sync.prune();
@@ -115,7 +138,9 @@ describe('the word index follows the database', () => {
     assert.deepEqual(contents(index), contents(await current(await follow())));
   });
 
-  test('a transaction that stays open keeps the notes after it, and no process reads everything again for it', { skip: backend !== 'postgres' && 'PGlite has one connection: no transaction stays open beside others' }, async () => {
+  test('a transaction that stays open keeps the notes after it, and no process reads everything again for it', {
+    skip: backend !== 'postgres' && 'PGlite has one connection: no transaction stays open beside others',
+  }, async () => {
     const sync = await follow();
     const idle = new pg.Client({ connectionString: testDb.url as string });
     await idle.connect();
@@ -150,7 +175,10 @@ describe('the word index follows the database', () => {
     assert.deepEqual([after.index === before, after.current], [false, true]);
     // More rows in one statement than are noted one by one (search_many, 10,000).
     const many = backend === 'postgres' ? 10_001 : 20;
-    await db.query(`INSERT INTO werk (person_id, titel) SELECT (SELECT min(id) FROM person), 'Massenblatt ' || i FROM generate_series(1, $1::int) AS i`, [many]);
+    await db.query(
+      `INSERT INTO werk (person_id, titel) SELECT (SELECT min(id) FROM person), 'Massenblatt ' || i FROM generate_series(1, $1::int) AS i`,
+      [many],
+    );
     const notes = await db.query<{ kind: string }>(`SELECT kind FROM search_change WHERE id = 0 OR kind = '*'`);
     if (backend === 'postgres') assert.ok(notes.some((n) => n.kind === '*'));
     assert.equal((await current(sync)).werke.lexemes.of('t:massenblatt')?.size, many);

@@ -19,9 +19,11 @@ import { createCluster, postgresBin } from '../robustness/postgres-cluster.ts';
 import type { Bouncer } from './pgbouncer.ts';
 import { startPgbouncer } from './pgbouncer.ts';
 
-const skip = backend !== 'postgres'
-  ? 'the database tier is PostgreSQL\'s; run with DATABASE_URL'
-  : missingTool('/usr/sbin/pgbouncer', 'pgbouncer') || (postgresBin() ? false : 'initdb was not found; install postgresql');
+const skip =
+  backend !== 'postgres'
+    ? "the database tier is PostgreSQL's; run with DATABASE_URL"
+    : missingTool('/usr/sbin/pgbouncer', 'pgbouncer') ||
+      (postgresBin() ? false : 'initdb was not found; install postgresql');
 
 const loadMs = Number(process.env.DB_TIER_SECONDS ?? 30) * 1000;
 let primary: PostgresCluster;
@@ -71,30 +73,51 @@ async function ask<R extends pg.QueryResultRow>(url: string, sql: string, params
 }
 
 /** A logged-in librarian: the session, the CSRF token, and the written mark the instances set after each change. */
-interface Librarian { session: string; csrf: string; written: string }
+interface Librarian {
+  session: string;
+  csrf: string;
+  written: string;
+}
 
 async function librarian(origin: string): Promise<Librarian> {
   const session = await logInAs(origin, 'bibliothek');
   return { session, csrf: await csrfTokenOf(origin, session, '/person/max-muster/werke/neu'), written: '' };
 }
 
-interface Answer { status: number; body: string; location: string | null; retryAfter: string | null }
+interface Answer {
+  status: number;
+  body: string;
+  location: string | null;
+  retryAfter: string | null;
+}
 
 /** A request as the librarian: its cookies in, the written mark taken from the answer. */
-async function asLibrarian(who: Librarian, origin: string, method: string, path: string, body?: object): Promise<Answer> {
+async function asLibrarian(
+  who: Librarian,
+  origin: string,
+  method: string,
+  path: string,
+  body?: object,
+): Promise<Answer> {
   const res = await fetch(origin + path, {
     method,
     redirect: 'manual',
     headers: {
       cookie: [who.session, who.written].filter(Boolean).join('; '),
-      accept: 'application/json', origin,
+      accept: 'application/json',
+      origin,
       ...(body ? { 'content-type': 'application/json', 'x-csrf-token': who.csrf } : {}),
     },
     body: body ? JSON.stringify(body) : undefined,
   });
   const written = res.headers.getSetCookie().find((c) => /^(__Host-)?portfolio_written=/.test(c));
   if (written) who.written = written.split(';')[0] as string;
-  return { status: res.status, body: await res.text(), location: res.headers.get('location'), retryAfter: res.headers.get('retry-after') };
+  return {
+    status: res.status,
+    body: await res.text(),
+    location: res.headers.get('location'),
+    retryAfter: res.headers.get('retry-after'),
+  };
 }
 
 /** The first few answers of 5xx to anonymous reads, for the diagnostics of a failing test. */
@@ -103,16 +126,21 @@ const failedReads: string[] = [];
 async function anonymous(origin: string, path: string): Promise<number> {
   const res = await fetch(origin + path, { headers: { accept: 'application/json' } });
   const body = await res.text();
-  if (res.status >= 500 && failedReads.length < 5) failedReads.push(`${res.status} ${path} at ${Math.round(performance.now())} ms: ${body.slice(0, 200)}`);
+  if (res.status >= 500 && failedReads.length < 5)
+    failedReads.push(`${res.status} ${path} at ${Math.round(performance.now())} ms: ${body.slice(0, 200)}`);
   return res.status;
 }
 
 const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)] as T;
 const words = ['haus', 'meer', 'muster', 'deich', 'foto', 'zitronen'];
-const publicPath = () => pick([
-  `/person/${1 + Math.floor(Math.random() * 14)}`, `/werk/${1 + Math.floor(Math.random() * 70)}`, '/personen', '/index',
-  `/search?query=any,contains,${pick(words)}&tab=default_tab&search_scope=default_scope&vid=portfolio&offset=0`,
-]);
+const publicPath = () =>
+  pick([
+    `/person/${1 + Math.floor(Math.random() * 14)}`,
+    `/werk/${1 + Math.floor(Math.random() * 70)}`,
+    '/personen',
+    '/index',
+    `/search?query=any,contains,${pick(words)}&tab=default_tab&search_scope=default_scope&vid=portfolio&offset=0`,
+  ]);
 
 describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
   test('a server whose DATABASE_URL names only a standby says so and does not start', async () => {
@@ -128,15 +156,27 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
     try {
       for (const pipeline of [false, true]) {
         const started = performance.now();
-        await assert.rejects(db.query('SELECT pg_sleep(5)', [], { pipeline }), /canceling statement due to statement timeout/);
+        await assert.rejects(
+          db.query('SELECT pg_sleep(5)', [], { pipeline }),
+          /canceling statement due to statement timeout/,
+        );
         assert.ok(performance.now() - started < 4000, 'cancelled by the server, long before the sleep ends');
       }
-      await assert.rejects(db.transaction((tx) => tx.query('SELECT pg_sleep(5)')), /canceling statement due to statement timeout/);
+      await assert.rejects(
+        db.transaction((tx) => tx.query('SELECT pg_sleep(5)')),
+        /canceling statement due to statement timeout/,
+      );
       // Many statements, spread over PgBouncer's server connections: each one has the time-out.
-      const shown = await Promise.all(Array.from({ length: 40 }, (_, i) => db.query<{ statement_timeout: string }>('SHOW statement_timeout', [], { pipeline: i % 2 === 0 })));
+      const shown = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          db.query<{ statement_timeout: string }>('SHOW statement_timeout', [], { pipeline: i % 2 === 0 }),
+        ),
+      );
       assert.deepEqual(new Set(shown.map((rows) => rows[0]?.statement_timeout)), new Set(['300ms']));
       // And nothing stays behind on PgBouncer's server connections: another client sees the server's default.
-      const others = await Promise.all(Array.from({ length: 20 }, () => ask<{ statement_timeout: string }>(bouncer.url, 'SHOW statement_timeout')));
+      const others = await Promise.all(
+        Array.from({ length: 20 }, () => ask<{ statement_timeout: string }>(bouncer.url, 'SHOW statement_timeout')),
+      );
       assert.deepEqual(new Set(others.map((rows) => rows[0]?.statement_timeout)), new Set(['0']));
     } finally {
       await db.close();
@@ -148,7 +188,10 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
     const who = await librarian(a.origin);
     await ask(standby.url, 'SELECT pg_wal_replay_pause()');
     try {
-      const created = await asLibrarian(who, a.origin, 'POST', '/person/max-muster/werke', { titel: 'Nur beim Schreiber', jahr: 2026 });
+      const created = await asLibrarian(who, a.origin, 'POST', '/person/max-muster/werke', {
+        titel: 'Nur beim Schreiber',
+        jahr: 2026,
+      });
       assert.equal(created.status, 201, created.body);
       assert.ok(created.location && who.written, 'the change sets the written mark');
       const path = new URL(created.location, a.origin).pathname;
@@ -178,7 +221,10 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
     await ask(standby.url, 'SELECT pg_wal_replay_pause()');
     let late: Program | null = null;
     try {
-      const created = await asLibrarian(who, a.origin, 'POST', '/person/max-muster/werke', { titel: 'Vor dem Start', jahr: 2026 });
+      const created = await asLibrarian(who, a.origin, 'POST', '/person/max-muster/werke', {
+        titel: 'Vor dem Start',
+        jahr: 2026,
+      });
       assert.equal(created.status, 201, created.body);
       const path = new URL(created.location as string, a.origin).pathname;
       assert.equal(await anonymous(a.origin, `${path}.json`), 404, 'the replica does not have it yet');
@@ -201,7 +247,8 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
       }
     });
-    const replicaUp = async (origin: string) => /portfolio_db_replica_up\{[^}]*\} 1/.test(await (await fetch(`${origin}/metrics`)).text());
+    const replicaUp = async (origin: string) =>
+      /portfolio_db_replica_up\{[^}]*\} 1/.test(await (await fetch(`${origin}/metrics`)).text());
     try {
       await new Promise((resolve) => setTimeout(resolve, 500));
       await standby.stop('immediate');
@@ -209,7 +256,10 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
       assert.equal(await replicaUp(origins[0] as string), false, 'the metrics show the replica down');
       await standby.start();
       const deadline = performance.now() + 30_000;
-      while (performance.now() < deadline && !(await replicaUp(origins[0] as string) && await replicaUp(origins[1] as string))) {
+      while (
+        performance.now() < deadline &&
+        !((await replicaUp(origins[0] as string)) && (await replicaUp(origins[1] as string)))
+      ) {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       assert.ok(await replicaUp(origins[0] as string), 'the replica is used again');
@@ -224,7 +274,8 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
   test(`${loadMs / 1000} s of mixed traffic, then the primary is lost and the standby promoted under load`, async (t) => {
     const origins = instances.map((p) => p.origin);
     const statuses = { read: new Map<number, number>(), change: new Map<number, number>() };
-    const count = (kind: 'read' | 'change', status: number) => statuses[kind].set(status, (statuses[kind].get(status) ?? 0) + 1);
+    const count = (kind: 'read' | 'change', status: number) =>
+      statuses[kind].set(status, (statuses[kind].get(status) ?? 0) + 1);
     const acknowledged: { id: number; titel: string }[] = [];
     let ownReads = 0;
     const stale: string[] = [];
@@ -248,20 +299,25 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
       for (let i = 0; performance.now() < phase.end && i < 100_000; i++) {
         const [writeTo, readFrom] = Math.random() < 0.5 ? origins : [...origins].reverse();
         const titel = `Werk ${n}-${i}`;
-        const created = await asLibrarian(who, writeTo as string, 'POST', '/person/max-muster/werke', { titel, jahr: 2026 });
+        const created = await asLibrarian(who, writeTo as string, 'POST', '/person/max-muster/werke', {
+          titel,
+          jahr: 2026,
+        });
         count('change', created.status);
         if (created.status === 503 && !created.retryAfter) retryAfterMissing++;
         if (created.status !== 201 || !created.location) {
           await new Promise((resolve) => setTimeout(resolve, 100));
           continue;
         }
-        if (performance.now() > phase.promotedAt) phase.firstChangeAfter = Math.min(phase.firstChangeAfter, performance.now());
+        if (performance.now() > phase.promotedAt)
+          phase.firstChangeAfter = Math.min(phase.firstChangeAfter, performance.now());
         const path = new URL(created.location, writeTo).pathname;
         acknowledged.push({ id: Number(path.split('/').pop()), titel });
         // Read it back at once from the other instance.
         const read = await asLibrarian(who, readFrom as string, 'GET', `${path}.json`);
         count('read', read.status);
-        if (read.status >= 500 && failedReads.length < 5) failedReads.push(`${read.status} own read ${path}: ${read.body.slice(0, 200)}`);
+        if (read.status >= 500 && failedReads.length < 5)
+          failedReads.push(`${read.status} own read ${path}: ${read.body.slice(0, 200)}`);
         if (read.status === 200) {
           ownReads++;
           if (JSON.parse(read.body).titel !== titel) stale.push(`${path}: ${read.body.slice(0, 80)}`);
@@ -271,7 +327,8 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
       }
     };
     const reader = async () => {
-      for (let i = 0; performance.now() < phase.end && i < 1_000_000; i++) count('read', await anonymous(pick(origins), publicPath()));
+      for (let i = 0; performance.now() < phase.end && i < 1_000_000; i++)
+        count('read', await anonymous(pick(origins), publicPath()));
     };
     const failover = (async () => {
       // A while with the replica behind (replay paused, within REPLICA_MAX_LAG_MS): own reads must still see every change.
@@ -288,18 +345,26 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
       phase.promotedAt = performance.now();
       // Until the first change succeeds after the promotion, then 5 s more; at most 60 s.
       const deadline = performance.now() + 60_000;
-      while (phase.firstChangeAfter === Infinity && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      while (phase.firstChangeAfter === Infinity && performance.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 50));
       phase.end = Math.min(phase.end, performance.now() + 5000);
     })();
     await Promise.all([...Array.from({ length: 4 }, (_, n) => changer(n)), reader(), reader(), failover]);
 
-    const show = (m: Map<number, number>) => [...m].sort().map(([s, n]) => `${n} × ${s}`).join(', ');
+    const show = (m: Map<number, number>) =>
+      [...m]
+        .sort()
+        .map(([s, n]) => `${n} × ${s}`)
+        .join(', ');
     const standbyReads = replicaReadsBeforeFailover - replicaReadsBefore;
     t.diagnostic(`reads: ${show(statuses.read)}; changes: ${show(statuses.change)}`);
     t.diagnostic(`own changes read back at once from the other instance: ${ownReads}, stale: ${stale.length}`);
     t.diagnostic(`statements of requests the replica answered before the failover: ${standbyReads}`);
-    t.diagnostic(`primary lost → promote: ${Math.round(phase.promotedAt - phase.failoverAt)} ms; promote → first change saved: ${Math.round(phase.firstChangeAfter - phase.promotedAt)} ms`);
-    for (const failed of failedReads) t.diagnostic(`failed read (primary lost at ${Math.round(phase.failoverAt)} ms): ${failed}`);
+    t.diagnostic(
+      `primary lost → promote: ${Math.round(phase.promotedAt - phase.failoverAt)} ms; promote → first change saved: ${Math.round(phase.firstChangeAfter - phase.promotedAt)} ms`,
+    );
+    for (const failed of failedReads)
+      t.diagnostic(`failed read (primary lost at ${Math.round(phase.failoverAt)} ms): ${failed}`);
 
     assert.deepEqual(stale, [], 'every client reads its own changes at once');
     assert.ok(ownReads > 20, `changes were read back (${ownReads})`);
@@ -307,15 +372,25 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
     for (const kind of ['read', 'change'] as const) {
       for (const [status] of statuses[kind]) assert.ok(status < 500 || status === 503, `${kind}: no ${status}`);
     }
-    assert.equal(statuses.read.get(503) ?? 0, 0, 'reads are served throughout, by the replica while there is no primary');
+    assert.equal(
+      statuses.read.get(503) ?? 0,
+      0,
+      'reads are served throughout, by the replica while there is no primary',
+    );
     assert.equal(retryAfterMissing, 0, 'a change refused for want of a primary says when to try again');
     assert.ok(phase.firstChangeAfter < Infinity, 'changes succeed again after the promotion');
     // Every change the instances acknowledged is on the new primary.
     const ids = acknowledged.map((w) => w.id);
-    const rows = await ask<{ id: number; titel: string }>(standby.url, 'SELECT id, titel FROM werk WHERE id = ANY($1)', [ids]);
+    const rows = await ask<{ id: number; titel: string }>(
+      standby.url,
+      'SELECT id, titel FROM werk WHERE id = ANY($1)',
+      [ids],
+    );
     const saved = new Map(rows.map((r) => [r.id, r.titel]));
     const lost = acknowledged.filter((w) => saved.get(w.id) !== w.titel);
-    t.diagnostic(`changes acknowledged: ${acknowledged.length}, on the new primary: ${acknowledged.length - lost.length}`);
+    t.diagnostic(
+      `changes acknowledged: ${acknowledged.length}, on the new primary: ${acknowledged.length - lost.length}`,
+    );
     assert.deepEqual(lost, []);
   });
 
@@ -323,7 +398,10 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
     // It comes back as a primary of its own timeline, and PgBouncer, first in DATABASE_URL, reaches it again.
     await primary.start();
     // The instances' connections to the new primary are cut: their next statements fail and a search starts.
-    await ask(standby.url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'portfolio'");
+    await ask(
+      standby.url,
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'portfolio'",
+    );
     const origin = (instances[0] as Program).origin;
     const who = await librarian(origin).catch(async () => librarian(origin));
     const titles: string[] = [];

@@ -23,8 +23,27 @@ export function makeCertificate(dir: string): { cert: string; key: string; pem: 
   const cert = path.join(dir, 'site.crt');
   const key = path.join(dir, 'site.key');
   const pem = path.join(dir, 'site.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost',
-    '-addext', 'subjectAltName=DNS:localhost', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=DNS:localhost',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    { stdio: 'ignore' },
+  );
   writeFileSync(pem, readFileSync(cert, 'utf8') + readFileSync(key, 'utf8'));
   return { cert, key, pem };
 }
@@ -63,7 +82,13 @@ export interface Front {
  * deploy/nginx/portfolio.conf on loopback ports (TLS on port), in front of the given instance
  * ports; changes are further edits of the site a test makes (each must apply, as edit() checks).
  */
-export async function startNginx(dir: string, tls: { cert: string; key: string }, port: number, upstreams: [number, number], changes: [string | RegExp, string][] = []): Promise<Front> {
+export async function startNginx(
+  dir: string,
+  tls: { cert: string; key: string },
+  port: number,
+  upstreams: [number, number],
+  changes: [string | RegExp, string][] = [],
+): Promise<Front> {
   const plain = await freePort();
   const site = edit(readFileSync(path.join(root, 'deploy/nginx/portfolio.conf'), 'utf8'), [
     ['server 127.0.0.1:8081 ', `server 127.0.0.1:${upstreams[0]} `],
@@ -78,7 +103,9 @@ export async function startNginx(dir: string, tls: { cert: string; key: string }
     ...changes,
   ]);
   writeFileSync(path.join(dir, 'site.conf'), site);
-  writeFileSync(path.join(dir, 'nginx.conf'), `worker_processes 2;
+  writeFileSync(
+    path.join(dir, 'nginx.conf'),
+    `worker_processes 2;
 pid ${dir}/nginx.pid;
 error_log ${dir}/nginx-error.log warn;
 events { worker_connections 1024; }
@@ -93,13 +120,25 @@ http {
   uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
   include ${dir}/site.conf;
 }
-`);
-  const child = spawn('/usr/sbin/nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  return started(child, port, () => readFile(path.join(dir, 'nginx-access.log')) + readFile(path.join(dir, 'nginx-error.log')));
+`,
+  );
+  const child = spawn('/usr/sbin/nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return started(
+    child,
+    port,
+    () => readFile(path.join(dir, 'nginx-access.log')) + readFile(path.join(dir, 'nginx-error.log')),
+  );
 }
 
 /** deploy/haproxy/haproxy.cfg on loopback ports (TLS on port), in front of the given instance ports. */
-export async function startHaproxy(dir: string, tls: { pem: string }, port: number, upstreams: [number, number]): Promise<Front> {
+export async function startHaproxy(
+  dir: string,
+  tls: { pem: string },
+  port: number,
+  upstreams: [number, number],
+): Promise<Front> {
   const plain = await freePort();
   const config = edit(readFileSync(path.join(root, 'deploy/haproxy/haproxy.cfg'), 'utf8'), [
     ['bind :80\n', `bind 127.0.0.1:${plain}\n`],
@@ -107,21 +146,29 @@ export async function startHaproxy(dir: string, tls: { pem: string }, port: numb
     ['server app1 127.0.0.1:8081', `server app1 127.0.0.1:${upstreams[0]}`],
     ['server app2 127.0.0.1:8082', `server app2 127.0.0.1:${upstreams[1]}`],
     // The outer proxy (the load generator) names the client.
-    ['default_backend portfolio', 'http-request set-src hdr_ip(x-forwarded-for,-1) if { src 127.0.0.1 }\n    default_backend portfolio'],
+    [
+      'default_backend portfolio',
+      'http-request set-src hdr_ip(x-forwarded-for,-1) if { src 127.0.0.1 }\n    default_backend portfolio',
+    ],
     ['balance roundrobin', `balance roundrobin\n    source ${proxyAddress}`],
   ]);
   const file = path.join(dir, 'haproxy.cfg');
   writeFileSync(file, config);
   const child = spawn('/usr/sbin/haproxy', ['-db', '-f', file], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-  child.stderr?.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
   return started(child, port, () => output);
 }
 
 async function started(child: ChildProcess, port: number, log: () => string): Promise<Front> {
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  for (let i = 0; i < 100 && child.exitCode === null && !(await canConnect(port)); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  for (let i = 0; i < 100 && child.exitCode === null && !(await canConnect(port)); i++)
+    await new Promise((resolve) => setTimeout(resolve, 100));
   if (child.exitCode !== null || !(await canConnect(port))) throw new Error(`the front did not start:\n${log()}`);
   return {
     origin: `https://localhost:${port}`,
@@ -169,9 +216,26 @@ export interface Outcome {
   end: number;
 }
 
-interface Session { cookie: string; csrf: string; user: 'bibliothek' | 'mmuster'; secure: boolean }
+interface Session {
+  cookie: string;
+  csrf: string;
+  user: 'bibliothek' | 'mmuster';
+  secure: boolean;
+}
 
-const words = ['muster', 'meer', 'haus', 'zitronen', 'müller', 'schäfer', 'liegende', 'deich', 'foto', 'stillleben', 'xq'];
+const words = [
+  'muster',
+  'meer',
+  'haus',
+  'zitronen',
+  'müller',
+  'schäfer',
+  'liegende',
+  'deich',
+  'foto',
+  'stillleben',
+  'xq',
+];
 const passwords = { bibliothek: 'bibliothek-demo', mmuster: 'mmuster-demo' } as const;
 const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)] as T;
 
@@ -186,7 +250,11 @@ function claimAddress(): string {
  * formats, searches, logins through the form (some with a wrong password) and changes made in a
  * logged-in session (a new work, then a new title for it). Returns every request's outcome.
  */
-export async function driveTraffic(origin: string, ca: string, options: { clients: number; durationMs: number; maxRequests: number }): Promise<{ outcomes: Outcome[]; sessions: Session[] }> {
+export async function driveTraffic(
+  origin: string,
+  ca: string,
+  options: { clients: number; durationMs: number; maxRequests: number },
+): Promise<{ outcomes: Outcome[]; sessions: Session[] }> {
   const agent = new https.Agent({ keepAlive: true, ca, maxSockets: options.clients * 2 });
   const outcomes: Outcome[] = [];
   const sessions: Session[] = [];
@@ -197,40 +265,85 @@ export async function driveTraffic(origin: string, ca: string, options: { client
   const host = new URL(origin).host;
 
   const send = (kind: Kind, method: string, target: string, headers: Record<string, string> = {}, body?: string) =>
-    new Promise<{ outcome: Outcome; body: string; headers: Record<string, string | string[] | undefined> }>((resolve) => {
-      const id = `${run}-${next++}`;
-      const claimed = claimAddress();
-      const start = performance.now();
-      const finish = (status: number | string, text: string, responseHeaders: Record<string, string | string[] | undefined>) => {
-        const outcome = { id, kind, method, path: target, claimed, status, ok: typeof status === 'number' && status < 500, start, end: performance.now() };
-        outcomes.push(outcome);
-        resolve({ outcome, body: text, headers: responseHeaders });
-      };
-      // One request in ten forges: what the client sent comes before what the outer proxy adds.
-      const forged = Math.random() < 0.1
-        ? { 'x-forwarded-for': `${proxyAddress}, ${claimed}`, forwarded: `for=${proxyAddress}`, 'x-forwarded-host': 'evil.example' }
-        : { 'x-forwarded-for': claimed };
-      const req = https.request(`${origin}${target}`, {
-        // localhost is the site's name; the fronts listen on 127.0.0.1 only.
-        method, agent, servername: 'localhost', family: 4, timeout: 15_000,
-        headers: { ...forged, 'user-agent': `topology/${id}`, host, ...headers },
-      }, (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => { text += chunk; });
-        res.on('end', () => finish(res.statusCode ?? 0, text, res.headers));
-        res.on('error', (err: NodeJS.ErrnoException) => finish(err.code ?? err.message, '', {}));
-      });
-      req.on('timeout', () => req.destroy(Object.assign(new Error('timed out'), { code: 'TIMEOUT' })));
-      req.on('error', (err: NodeJS.ErrnoException) => finish(err.code ?? err.message, '', {}));
-      req.end(body);
-    });
+    new Promise<{ outcome: Outcome; body: string; headers: Record<string, string | string[] | undefined> }>(
+      (resolve) => {
+        const id = `${run}-${next++}`;
+        const claimed = claimAddress();
+        const start = performance.now();
+        const finish = (
+          status: number | string,
+          text: string,
+          responseHeaders: Record<string, string | string[] | undefined>,
+        ) => {
+          const outcome = {
+            id,
+            kind,
+            method,
+            path: target,
+            claimed,
+            status,
+            ok: typeof status === 'number' && status < 500,
+            start,
+            end: performance.now(),
+          };
+          outcomes.push(outcome);
+          resolve({ outcome, body: text, headers: responseHeaders });
+        };
+        // One request in ten forges: what the client sent comes before what the outer proxy adds.
+        const forged =
+          Math.random() < 0.1
+            ? {
+                'x-forwarded-for': `${proxyAddress}, ${claimed}`,
+                forwarded: `for=${proxyAddress}`,
+                'x-forwarded-host': 'evil.example',
+              }
+            : { 'x-forwarded-for': claimed };
+        const req = https.request(
+          `${origin}${target}`,
+          {
+            // localhost is the site's name; the fronts listen on 127.0.0.1 only.
+            method,
+            agent,
+            servername: 'localhost',
+            family: 4,
+            timeout: 15_000,
+            headers: { ...forged, 'user-agent': `topology/${id}`, host, ...headers },
+          },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk: string) => {
+              text += chunk;
+            });
+            res.on('end', () => finish(res.statusCode ?? 0, text, res.headers));
+            res.on('error', (err: NodeJS.ErrnoException) => finish(err.code ?? err.message, '', {}));
+          },
+        );
+        req.on('timeout', () => req.destroy(Object.assign(new Error('timed out'), { code: 'TIMEOUT' })));
+        req.on('error', (err: NodeJS.ErrnoException) => finish(err.code ?? err.message, '', {}));
+        req.end(body);
+      },
+    );
 
   const read = () => {
     const suffix = pick(['', '', '.json', '.xml']);
-    return send('read', 'GET', pick([`/person/${1 + Math.floor(Math.random() * 14)}${suffix}`, `/werk/${1 + Math.floor(Math.random() * 70)}${suffix}`, `/personen${suffix}`, `/index${suffix}`]));
+    return send(
+      'read',
+      'GET',
+      pick([
+        `/person/${1 + Math.floor(Math.random() * 14)}${suffix}`,
+        `/werk/${1 + Math.floor(Math.random() * 70)}${suffix}`,
+        `/personen${suffix}`,
+        `/index${suffix}`,
+      ]),
+    );
   };
-  const search = () => send('search', 'GET', `/search?query=any,contains,${encodeURIComponent(pick(words))}&tab=default_tab&search_scope=default_scope&vid=portfolio&offset=0`);
+  const search = () =>
+    send(
+      'search',
+      'GET',
+      `/search?query=any,contains,${encodeURIComponent(pick(words))}&tab=default_tab&search_scope=default_scope&vid=portfolio&offset=0`,
+    );
   const login = async () => {
     const user = pick(['bibliothek', 'mmuster'] as const);
     const form = await send('login', 'GET', '/login');
@@ -238,22 +351,52 @@ export async function driveTraffic(origin: string, ca: string, options: { client
     const cookie = String(form.headers['set-cookie'] ?? '').split(';')[0] ?? '';
     if (!token) return;
     const wrong = Math.random() < 0.2;
-    const fields = new URLSearchParams({ username: user, password: wrong ? 'not-the-password' : passwords[user], csrf_token: token });
-    const res = await send('login', 'POST', '/login', { cookie, origin, 'content-type': 'application/x-www-form-urlencoded' }, fields.toString());
+    const fields = new URLSearchParams({
+      username: user,
+      password: wrong ? 'not-the-password' : passwords[user],
+      csrf_token: token,
+    });
+    const res = await send(
+      'login',
+      'POST',
+      '/login',
+      { cookie, origin, 'content-type': 'application/x-www-form-urlencoded' },
+      fields.toString(),
+    );
     const setCookie = [res.headers['set-cookie'] ?? []].flat().find((c) => /^(__Host-)?portfolio_session=/.test(c));
     if (wrong || res.outcome.status !== 303 || !setCookie) return;
     const session = setCookie.split(';')[0] as string;
-    const page = await send('login', 'GET', new URL(String(res.headers.location ?? '/'), origin).pathname, { cookie: session });
+    const page = await send('login', 'GET', new URL(String(res.headers.location ?? '/'), origin).pathname, {
+      cookie: session,
+    });
     const csrf = /name="csrf_token" value="([^"]+)"/.exec(page.body)?.[1];
     if (csrf) sessions.push({ cookie: session, csrf, user, secure: /;\s*Secure/i.test(setCookie) });
   };
   const change = async () => {
     const session = pick(sessions);
-    const headers = { cookie: session.cookie, 'x-csrf-token': session.csrf, origin, 'content-type': 'application/json', accept: 'application/json' };
-    const created = await send('change', 'POST', '/person/max-muster/werke', headers, JSON.stringify({ titel: `Topologie ${next}`, jahr: 2026 }));
+    const headers = {
+      cookie: session.cookie,
+      'x-csrf-token': session.csrf,
+      origin,
+      'content-type': 'application/json',
+      accept: 'application/json',
+    };
+    const created = await send(
+      'change',
+      'POST',
+      '/person/max-muster/werke',
+      headers,
+      JSON.stringify({ titel: `Topologie ${next}`, jahr: 2026 }),
+    );
     const location = created.headers.location;
     if (created.outcome.status !== 201 || typeof location !== 'string') return;
-    await send('change', 'PUT', new URL(location, origin).pathname, headers, JSON.stringify({ titel: `Topologie ${next} (neu)`, jahr: 2026, art: 'Test' }));
+    await send(
+      'change',
+      'PUT',
+      new URL(location, origin).pathname,
+      headers,
+      JSON.stringify({ titel: `Topologie ${next} (neu)`, jahr: 2026, art: 'Test' }),
+    );
   };
 
   const client = async () => {

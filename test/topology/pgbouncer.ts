@@ -35,7 +35,9 @@ export async function startPgbouncer(serverPort: number, options: { poolSize?: n
   const ini = path.join(dir, 'pgbouncer.ini');
   const logFile = path.join(dir, 'pgbouncer.log');
   writeFileSync(path.join(dir, 'users.txt'), '"postgres" ""\n');
-  writeFileSync(ini, `[databases]
+  writeFileSync(
+    ini,
+    `[databases]
 * = host=127.0.0.1 port=${serverPort}
 
 [pgbouncer]
@@ -52,7 +54,8 @@ server_connect_timeout = 2
 query_wait_timeout = 10
 logfile = ${logFile}
 pidfile = ${path.join(dir, 'pgbouncer.pid')}
-`);
+`,
+  );
   const args = owner ? ['-u', 'postgres', ini] : [ini];
   const child: ChildProcess = spawn('pgbouncer', args, { stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -79,5 +82,6 @@ pidfile = ${path.join(dir, 'pgbouncer.pid')}
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline && !(await canConnect(port))) await new Promise((resolve) => setTimeout(resolve, 50));
-  if (!(await canConnect(port))) throw new Error(`pgbouncer did not listen on 127.0.0.1:${port} within ${timeoutMs} ms`);
+  if (!(await canConnect(port)))
+    throw new Error(`pgbouncer did not listen on 127.0.0.1:${port} within ${timeoutMs} ms`);
 }

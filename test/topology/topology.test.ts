@@ -17,11 +17,21 @@ import { logInAs } from '../login-helpers.ts';
 import type { Program } from '../program.ts';
 import { startProgram } from '../program.ts';
 import type { Front, Outcome } from './front.ts';
-import { driveTraffic, freePort, makeCertificate, percentile, proxyAddress, startHaproxy, startNginx, unexpected } from './front.ts';
+import {
+  driveTraffic,
+  freePort,
+  makeCertificate,
+  percentile,
+  proxyAddress,
+  startHaproxy,
+  startNginx,
+  unexpected,
+} from './front.ts';
 
-const skip = backend !== 'postgres'
-  ? 'two instances on one database need PostgreSQL; run with DATABASE_URL'
-  : missingTool('/usr/sbin/nginx', 'nginx') || missingTool('/usr/sbin/haproxy', 'haproxy');
+const skip =
+  backend !== 'postgres'
+    ? 'two instances on one database need PostgreSQL; run with DATABASE_URL'
+    : missingTool('/usr/sbin/nginx', 'nginx') || missingTool('/usr/sbin/haproxy', 'haproxy');
 
 const loadMs = Number(process.env.TOPOLOGY_SECONDS ?? 60) * 1000;
 let dir: string;
@@ -35,7 +45,12 @@ const frontPorts = { nginx: 0, haproxy: 0 };
 
 const startInstance = async () => {
   const allowed = `localhost,127.0.0.1,localhost:${frontPorts.nginx},localhost:${frontPorts.haproxy}`;
-  const program = await startProgram({ DATABASE_URL: db.url as string, WEB_CONCURRENCY: '2', TRUSTED_PROXIES: proxyAddress, ALLOWED_HOSTS: allowed });
+  const program = await startProgram({
+    DATABASE_URL: db.url as string,
+    WEB_CONCURRENCY: '2',
+    TRUSTED_PROXIES: proxyAddress,
+    ALLOWED_HOSTS: allowed,
+  });
   instances.push(program);
   return program;
 };
@@ -81,7 +96,11 @@ describe('behind nginx with TLS', { skip }, () => {
       await sleepUntil(begun + loadMs * 0.25);
       events.reloadAt = performance.now();
       process.kill(a.child.pid as number, 'SIGUSR2');
-      await waitFor(() => a.readLog('error.log'), (text) => text.includes('reloaded: workers'), 30_000);
+      await waitFor(
+        () => a.readLog('error.log'),
+        (text) => text.includes('reloaded: workers'),
+        30_000,
+      );
       events.reloadedAt = performance.now();
       await sleepUntil(begun + loadMs * 0.6);
       events.stopAt = performance.now();
@@ -89,17 +108,31 @@ describe('behind nginx with TLS', { skip }, () => {
       assert.equal(await b.exited, 0);
       events.stoppedAt = performance.now();
     })();
-    const { outcomes, sessions } = await driveTraffic(nginx.origin, readFileSync(tls.cert, 'utf8'), { clients: 6, durationMs: loadMs, maxRequests: 60_000 });
+    const { outcomes, sessions } = await driveTraffic(nginx.origin, readFileSync(tls.cert, 'utf8'), {
+      clients: 6,
+      durationMs: loadMs,
+      maxRequests: 60_000,
+    });
     await happenings;
 
     report(t, 'nginx', outcomes, events);
     const failed = outcomes.filter(unexpected);
     const inStop = (o: Outcome) => o.end >= events.stopAt && o.start <= events.stoppedAt;
     // Only what nginx may not send twice (POST), only while the instance stopped.
-    assert.deepEqual(failed.filter((o) => !(o.method === 'POST' && inStop(o))), [], nginx.log().slice(-3000));
-    assert.ok(outcomes.filter((o) => o.start > events.reloadAt && o.end < events.reloadedAt).length > 20, 'requests during the reload');
+    assert.deepEqual(
+      failed.filter((o) => !(o.method === 'POST' && inStop(o))),
+      [],
+      nginx.log().slice(-3000),
+    );
+    assert.ok(
+      outcomes.filter((o) => o.start > events.reloadAt && o.end < events.reloadedAt).length > 20,
+      'requests during the reload',
+    );
     assert.ok(sessions.length > 0 && sessions.every((s) => s.secure), 'sessions made over TLS have Secure cookies');
-    assert.ok(outcomes.some((o) => o.kind === 'change' && o.status === 201), 'changes were made');
+    assert.ok(
+      outcomes.some((o) => o.kind === 'change' && o.status === 201),
+      'changes were made',
+    );
     checkAccessLogs(outcomes, instances.slice(0, 2));
   });
 });
@@ -120,11 +153,19 @@ describe('behind HAProxy with TLS and /readyz checks', { skip }, () => {
       assert.equal(await c.exited, 0);
       events.stoppedAt = performance.now();
     })();
-    const { outcomes } = await driveTraffic(haproxy.origin, readFileSync(tls.cert, 'utf8'), { clients: 6, durationMs: seconds * 1000, maxRequests: 20_000 });
+    const { outcomes } = await driveTraffic(haproxy.origin, readFileSync(tls.cert, 'utf8'), {
+      clients: 6,
+      durationMs: seconds * 1000,
+      maxRequests: 20_000,
+    });
     await happenings;
     report(t, 'HAProxy', outcomes, events);
     const inStop = (o: Outcome) => o.end >= events.stopAt && o.start <= events.stoppedAt;
-    assert.deepEqual(outcomes.filter(unexpected).filter((o) => !(o.method === 'POST' && inStop(o))), [], haproxy.log().slice(-3000));
+    assert.deepEqual(
+      outcomes.filter(unexpected).filter((o) => !(o.method === 'POST' && inStop(o))),
+      [],
+      haproxy.log().slice(-3000),
+    );
     // HAProxy's check saw the instance go (its log says so).
     await waitFor(haproxy.log, (text) => /Server portfolio\/app2 is DOWN/.test(text), 5000);
     checkAccessLogs(outcomes, [a, c]);
@@ -151,18 +192,38 @@ function checkAccessLogs(outcomes: Outcome[], programs: Program[]): void {
   assert.ok(seen.size > 100, `${seen.size} lines`);
 }
 
-function report(t: TestContext, front: string, outcomes: Outcome[], events: { reloadAt: number; reloadedAt: number; stopAt: number; stoppedAt: number }): void {
+function report(
+  t: TestContext,
+  front: string,
+  outcomes: Outcome[],
+  events: { reloadAt: number; reloadedAt: number; stopAt: number; stoppedAt: number },
+): void {
   const seconds = (Math.max(...outcomes.map((o) => o.end)) - Math.min(...outcomes.map((o) => o.start))) / 1000;
-  const kinds = ['read', 'search', 'login', 'change'].map((k) => `${k} ${outcomes.filter((o) => o.kind === k).length}`).join(', ');
+  const kinds = ['read', 'search', 'login', 'change']
+    .map((k) => `${k} ${outcomes.filter((o) => o.kind === k).length}`)
+    .join(', ');
   const failed = outcomes.filter(unexpected);
   const during = (from: number, to: number) => failed.filter((o) => o.end >= from && o.start <= to);
-  t.diagnostic(`${front}: ${outcomes.length} requests in ${seconds.toFixed(1)} s (${(outcomes.length / seconds).toFixed(0)}/s; ${kinds})`);
-  t.diagnostic(`${front}: latency p50 ${percentile(outcomes, 50).toFixed(1)} ms, p99 ${percentile(outcomes, 99).toFixed(1)} ms, p99.9 ${percentile(outcomes, 99.9).toFixed(1)} ms`);
+  t.diagnostic(
+    `${front}: ${outcomes.length} requests in ${seconds.toFixed(1)} s (${(outcomes.length / seconds).toFixed(0)}/s; ${kinds})`,
+  );
+  t.diagnostic(
+    `${front}: latency p50 ${percentile(outcomes, 50).toFixed(1)} ms, p99 ${percentile(outcomes, 99).toFixed(1)} ms, p99.9 ${percentile(outcomes, 99.9).toFixed(1)} ms`,
+  );
   const reads = outcomes.filter((o) => o.kind === 'read' || o.kind === 'search');
   // A login waits for its password check (scrypt, a third of a second, two at a time).
-  t.diagnostic(`${front}: reads and searches alone: p50 ${percentile(reads, 50).toFixed(1)} ms, p99 ${percentile(reads, 99).toFixed(1)} ms, p99.9 ${percentile(reads, 99.9).toFixed(1)} ms`);
-  t.diagnostic(`${front}: 5xx ${outcomes.filter((o) => typeof o.status === 'number' && o.status >= 500).length}, socket errors ${outcomes.filter((o) => typeof o.status === 'string').length}, unexpected ${failed.length}`);
-  if (events.reloadAt) t.diagnostic(`${front}: rolling reload took ${(events.reloadedAt - events.reloadAt).toFixed(0)} ms; failed during it: ${during(events.reloadAt, events.reloadedAt).length}`);
+  t.diagnostic(
+    `${front}: reads and searches alone: p50 ${percentile(reads, 50).toFixed(1)} ms, p99 ${percentile(reads, 99).toFixed(1)} ms, p99.9 ${percentile(reads, 99.9).toFixed(1)} ms`,
+  );
+  t.diagnostic(
+    `${front}: 5xx ${outcomes.filter((o) => typeof o.status === 'number' && o.status >= 500).length}, socket errors ${outcomes.filter((o) => typeof o.status === 'string').length}, unexpected ${failed.length}`,
+  );
+  if (events.reloadAt)
+    t.diagnostic(
+      `${front}: rolling reload took ${(events.reloadedAt - events.reloadAt).toFixed(0)} ms; failed during it: ${during(events.reloadAt, events.reloadedAt).length}`,
+    );
   const stop = during(events.stopAt, events.stoppedAt);
-  t.diagnostic(`${front}: the stop took ${(events.stoppedAt - events.stopAt).toFixed(0)} ms; failed during it: ${stop.length} (${stop.filter((o) => o.method === 'POST').length} POST, ${stop.filter((o) => o.method !== 'POST').length} others)`);
+  t.diagnostic(
+    `${front}: the stop took ${(events.stoppedAt - events.stopAt).toFixed(0)} ms; failed during it: ${stop.length} (${stop.filter((o) => o.method === 'POST').length} POST, ${stop.filter((o) => o.method !== 'POST').length} others)`,
+  );
 }
