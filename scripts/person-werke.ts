@@ -20,9 +20,9 @@ import {
 // What a POST answers is the new work.
 export { werkJson as toJson, werkXml as toXml } from '../lib/page/index.ts';
 
-export async function GET({ query, db }: ScriptRequest): Promise<Outcome> {
+export async function GET({ query, db }: ScriptRequest): Promise<never> {
   const person = await resolvePerson(db, readPersonKey(query, 'person-werke.php'), { method: 'GET', rest: '/werke' });
-  return new Redirect(`/person/${person.slug}`, 303);
+  throw new Redirect(`/person/${person.slug}`, 303);
 }
 
 export async function POST(req: ScriptRequest): Promise<Outcome> {

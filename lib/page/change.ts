@@ -95,7 +95,7 @@ export async function change(
     const { then, document } = await run({ requester, body: body as Body }).catch((err: unknown) => {
       throw withLogin(err, options.back);
     });
-    if (body?.type === 'form') return new Redirect(then, 303);
+    if (body?.type === 'form') throw new Redirect(then, 303);
     return document ? { ...document, private: true } : new NoContent();
   } catch (err) {
     const failure = formAgain ? await failureOf(req, err) : null;
@@ -127,7 +127,7 @@ export async function changeWithUpload(
     const { then, document } = await run({ requester, upload }).catch((err: unknown) => {
       throw withLogin(err, options.back);
     });
-    if (req.format === 'html') return new Redirect(then, 303);
+    if (req.format === 'html') throw new Redirect(then, 303);
     return document ? { ...document, private: true } : new NoContent();
   } finally {
     await upload.discard();

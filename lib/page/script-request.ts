@@ -4,7 +4,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Account, Identity, SessionControl } from '../auth/index.ts';
 import type { Db } from '../db/index.ts';
-import type { Body, BodyType, Format, NoContent, Redirect, Upload, Verbatim } from '../http/index.ts';
+import type { Body, BodyType, Format, NoContent, Upload, Verbatim } from '../http/index.ts';
 import { clip, HttpError } from '../http/index.ts';
 import type { PictureOptions } from './picture.ts';
 import type { RequestSearch } from '../search/index.ts';
@@ -88,8 +88,11 @@ export interface View {
   toXml?: (data: never, link: LinkFn) => Record<string, unknown>;
 }
 
-/** What a handler answers: a document, a redirect (303 after a form), 204, or text of a type of its own. */
-export type Outcome = Document | Redirect | NoContent | Verbatim;
+/**
+ * What a handler returns: a document, 204, or text of a type of its own. A redirect is thrown,
+ * like an HttpError, from the script or from what it calls (303 after a form, 301 for an old slug).
+ */
+export type Outcome = Document | NoContent | Verbatim;
 
 export type LinkFn = (path: string) => string;
 
