@@ -3,6 +3,7 @@
 // so nobody else learns which ids exist (docs/interface.md, Who may read a loan list). A
 // librarian POSTs here to lend a work to the user (201 with the loan's Location).
 import type {
+  ApiFragment,
   Document,
   Failure,
   FormField,
@@ -203,3 +204,29 @@ export function toXml(list: LoanList, link: LinkFn) {
     },
   };
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ params, ok, problems, body, changing, created, seeOther, loanForm }) => [
+  {
+    path: '/entlehnte/{uid}',
+    pathParams: [params.uid],
+    query: [params.offset],
+    operations: {
+      get: {
+        summary: 'The works an account has on loan (the account itself and librarians).',
+        security: [{ basic: [] }, { session: [] }],
+        responses: { 200: ok('A page of the loan list.', 'entlehnte'), ...problems('403', '404', '406') },
+      },
+      post: {
+        summary: 'Lends a work (librarians).',
+        ...changing,
+        requestBody: body('LoanInput', loanForm),
+        responses: {
+          201: created('loan', 'entlehnung'),
+          303: seeOther,
+          ...problems('400', '403', '404', '409', '415', '422'),
+        },
+      },
+    },
+  },
+];

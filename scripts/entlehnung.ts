@@ -1,7 +1,7 @@
 // One loan: /entlehnte/<user_id>/<work_id>, where a lending answers (201 Location). GET shows
 // the latest loan of that work to that user, returned or not; a librarian DELETEs it to record
 // the return (204). Readable, like the loan list, only by its owner and librarians.
-import type { Document, Loan, Outcome, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, Loan, Outcome, ScriptRequest } from '../lib/page/index.ts';
 import {
   change,
   findLoan,
@@ -45,3 +45,23 @@ export async function DELETE(req: ScriptRequest): Promise<Outcome> {
     return { then: `/entlehnte/${uid}` };
   });
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ params, ok, problems, changing, seeOther, noContent }) => [
+  {
+    path: '/entlehnte/{uid}/{wid}',
+    pathParams: [params.uid, params.wid],
+    operations: {
+      get: {
+        summary: 'One loan (the borrower and librarians).',
+        security: [{ basic: [] }, { session: [] }],
+        responses: { 200: ok('The loan.', 'entlehnung'), ...problems('403', '404', '406') },
+      },
+      delete: {
+        summary: 'Records the return (librarians).',
+        ...changing,
+        responses: { 204: noContent, 303: seeOther, ...problems('403', '404') },
+      },
+    },
+  },
+];

@@ -1,6 +1,6 @@
 // The newest works as an Atom feed (RFC 4287): the site's at /feed, a person's at
 // /person/<slug>/feed (feed.php?slug=… or ?pid=…). Each entry is a work, newest first.
-import type { Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
 import { readPersonKey, resolvePerson } from '../lib/page/index.ts';
 
 interface Entry {
@@ -97,3 +97,21 @@ export function toXml(feed: Feed, link: LinkFn) {
     },
   };
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ params, notModified, problems, movedPermanently, atom }) => [
+  {
+    path: '/feed',
+    operations: { get: { summary: 'The 50 newest works.', responses: { 200: atom, 304: notModified } } },
+  },
+  {
+    path: '/person/{person}/feed',
+    pathParams: [params.person],
+    operations: {
+      get: {
+        summary: "A person's 50 newest works.",
+        responses: { 200: atom, 301: movedPermanently, 304: notModified, ...problems('404', '410') },
+      },
+    },
+  },
+];

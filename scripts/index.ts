@@ -1,6 +1,6 @@
 // The start page: / and index.php. Says what the site holds and links the person list,
 // the search and the newest works.
-import type { Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
 
 export interface StartPage {
   personen: number;
@@ -62,3 +62,17 @@ export function toXml(start: StartPage, link: LinkFn) {
     },
   };
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts); /index is the same page. */
+export const api: ApiFragment = ({ ok, notModified }) => {
+  const operations = {
+    get: {
+      summary: 'The start page: counts, the newest works, where to search.',
+      responses: { 200: ok('The start page.', 'index'), 304: notModified },
+    },
+  };
+  return [
+    { path: '/', operations },
+    { path: '/index', operations },
+  ];
+};

@@ -2,7 +2,7 @@
 // no other site can log a browser into an account of its choosing, and no session row is made for
 // someone who only looks); POST /login checks the user name and password, starts a session and
 // sends the browser back where it came from.
-import type { Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
 import { Redirect } from '../lib/page/index.ts';
 
 export interface LoginPage {
@@ -116,3 +116,39 @@ export function toJson(data: LoginPage, link: LinkFn) {
     meldung: data.message,
   };
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ params, ok, problems, seeOther, maybe }) => [
+  {
+    path: '/login',
+    query: [params.back],
+    operations: {
+      get: {
+        summary: 'The login form; for an API client, whom its credentials identify.',
+        security: maybe,
+        responses: { 200: ok('The login form, or in JSON whom the credentials identify.', 'login', 'json') },
+      },
+      post: {
+        summary: "Logs in with the form's token: a session cookie.",
+        requestBody: {
+          required: true,
+          content: {
+            'application/x-www-form-urlencoded': {
+              schema: {
+                type: 'object',
+                required: ['username', 'password', 'csrf_token'],
+                properties: {
+                  username: { type: 'string' },
+                  password: { type: 'string' },
+                  csrf_token: { type: 'string' },
+                  back: { type: 'string' },
+                },
+              },
+            },
+          },
+        },
+        responses: { 303: seeOther, ...problems('400', '403', '429', '503') },
+      },
+    },
+  },
+];

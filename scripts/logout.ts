@@ -1,6 +1,6 @@
 // POST /logout ends the login session: the log-out button in the page header posts here with
 // the session's CSRF token, so no other site can log a browser out. There is no GET.
-import type { Document, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, ScriptRequest } from '../lib/page/index.ts';
 import { HttpError, Redirect } from '../lib/page/index.ts';
 
 /** A stale session's cookie is cleared for anyone, logged in or not. */
@@ -19,3 +19,25 @@ export async function POST(req: ScriptRequest): Promise<Document> {
   await req.session.end();
   throw new Redirect('/login?logged_out=1', 303);
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ problems, seeOther }) => [
+  {
+    path: '/logout',
+    operations: {
+      post: {
+        summary: 'Ends the session.',
+        security: [{ session: [], csrf: [] }],
+        requestBody: {
+          required: true,
+          content: {
+            'application/x-www-form-urlencoded': {
+              schema: { type: 'object', properties: { csrf_token: { type: 'string' } } },
+            },
+          },
+        },
+        responses: { 303: seeOther, ...problems('403') },
+      },
+    },
+  },
+];

@@ -1,7 +1,7 @@
 // Who is looking: /me.json, private and never stored. Public documents are the same bytes for
 // everyone, so their page header and their Edit, Add, Delete and New controls are filled in by
 // public/js/site.js from this answer (docs/interface.md, Who is looking).
-import type { Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
 
 /** JSON only: a small answer for the pages' script and for API clients. */
 export const only = { format: 'json', type: 'application/json; charset=utf-8' } as const;
@@ -40,3 +40,23 @@ export function toJson({ user }: Me, link: LinkFn) {
     login: link('/login'),
   };
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ schema, maybe }) => [
+  {
+    path: '/me',
+    operations: {
+      get: {
+        summary:
+          "Whom the credentials identify, for the pages' script; private, never stored. Usually asked for as /me.json.",
+        security: maybe,
+        responses: {
+          200: {
+            description: 'Who is looking, or angemeldet null.',
+            content: { 'application/json': { schema: schema('me') } },
+          },
+        },
+      },
+    },
+  },
+];

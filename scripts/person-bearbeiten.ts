@@ -1,7 +1,7 @@
 // The form that edits a person: /person/<slug>/bearbeiten. It posts to the person with
 // _method=PUT, and its delete button with _method=DELETE. Only the person's own account and
 // librarians get the form; everyone else 403 with a login link.
-import type { Document, FormPage, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, FormPage, ScriptRequest } from '../lib/page/index.ts';
 import {
   editPersonPage,
   freshForm,
@@ -25,3 +25,12 @@ export async function GET(req: ScriptRequest): Promise<Document<FormPage>> {
     return editPersonPage(path, name, freshForm(personValues(person), csrfToken));
   });
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ params, form }) => [
+  {
+    path: '/person/{person}/bearbeiten',
+    pathParams: [params.person],
+    operations: form('changes or deletes a person', 'person'),
+  },
+];

@@ -1,7 +1,7 @@
 // A person's picture: /person/<slug>/bild. GET shows the upload form to the person's own account
 // and librarians; POST takes a JPEG, PNG or WebP (a form's file field, or the picture's bytes from
 // an API client), stores it in the sizes the pages use, and points the person's image at it.
-import type { Document, FormPage, Outcome, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, FormPage, Outcome, ScriptRequest } from '../lib/page/index.ts';
 import {
   changeWithUpload,
   keyPath,
@@ -63,3 +63,43 @@ export async function POST(req: ScriptRequest): Promise<Outcome> {
     };
   });
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ params, ok, problems, changing, seeOther, permanentRedirect, form }) => [
+  {
+    path: '/person/{person}/bild',
+    pathParams: [params.person],
+    operations: {
+      ...form('uploads a picture of a person', 'person'),
+      post: {
+        summary:
+          "Sets the person's picture (the person's own account and librarians): a JPEG, PNG or WebP, stored in 160 and 480 pixels square as WebP under a content-hash name; image then names the larger one.",
+        ...changing,
+        requestBody: {
+          required: true,
+          content: {
+            'multipart/form-data': {
+              schema: {
+                type: 'object',
+                required: ['bild'],
+                properties: { bild: { type: 'string', contentMediaType: 'image/*' }, csrf_token: { type: 'string' } },
+              },
+            },
+            ...Object.fromEntries(
+              ['image/jpeg', 'image/png', 'image/webp'].map((type) => [
+                type,
+                { schema: { type: 'string', contentMediaType: type } },
+              ]),
+            ),
+          },
+        },
+        responses: {
+          200: ok('The person with the new picture.', 'person'),
+          303: seeOther,
+          308: permanentRedirect,
+          ...problems('400', '403', '404', '410', '413', '415', '422', '503'),
+        },
+      },
+    },
+  },
+];

@@ -1,7 +1,7 @@
 // Deleting a person asks first: /person/<slug>/loeschen says what goes (the person and the number
 // of their works) and posts to the person with _method=DELETE; Cancel leads back to the person.
 // A plain form, so it works without JavaScript. Only the person's own account and librarians.
-import type { Document, FormPage, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, FormPage, ScriptRequest } from '../lib/page/index.ts';
 import { mayChangePerson, notYours, readPersonKey, resolvePerson, showForm } from '../lib/page/index.ts';
 
 export async function GET(req: ScriptRequest): Promise<Document<FormPage>> {
@@ -29,3 +29,12 @@ export async function GET(req: ScriptRequest): Promise<Document<FormPage>> {
     };
   });
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ params, form }) => [
+  {
+    path: '/person/{person}/loeschen',
+    pathParams: [params.person],
+    operations: form('confirms deleting a person, with the number of their works', 'person'),
+  },
+];

@@ -1,6 +1,6 @@
 // The collection of a person's works: /person/<slug>/werke. POST adds a work (201 with Location
 // /werk/<id>); GET leads to the person, whose document lists the works.
-import type { Outcome, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Outcome, ScriptRequest } from '../lib/page/index.ts';
 import {
   change,
   findPerson,
@@ -54,3 +54,38 @@ export async function POST(req: ScriptRequest): Promise<Outcome> {
     },
   );
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({
+  params,
+  problems,
+  body,
+  changing,
+  created,
+  seeOther,
+  movedPermanently,
+  permanentRedirect,
+  werkForm,
+}) => [
+  {
+    path: '/person/{person}/werke',
+    pathParams: [params.person],
+    operations: {
+      get: {
+        summary: 'Leads to the person.',
+        responses: { 301: movedPermanently, 303: { description: 'See the person.' }, ...problems('404', '410') },
+      },
+      post: {
+        summary: 'Adds a work to the person.',
+        ...changing,
+        requestBody: body('WerkInput', werkForm),
+        responses: {
+          201: created('work', 'werk'),
+          303: seeOther,
+          308: permanentRedirect,
+          ...problems('400', '403', '404', '410', '415', '422'),
+        },
+      },
+    },
+  },
+];

@@ -1,7 +1,16 @@
 // One person with the links to their works: /person/<slug>, /person/<id>, person.php?slug=<slug>
 // and person.php?pid=<id>. PUT replaces the person's fields, DELETE removes the person with
 // their works (docs/interface.md, Person and Changing data).
-import type { Document, Failure, Outcome, Person, PersonKey, RawFields, ScriptRequest } from '../lib/page/index.ts';
+import type {
+  ApiFragment,
+  Document,
+  Failure,
+  Outcome,
+  Person,
+  PersonKey,
+  RawFields,
+  ScriptRequest,
+} from '../lib/page/index.ts';
 import {
   change,
   deletePerson,
@@ -85,3 +94,50 @@ function showAgain(key: PersonKey, failure: Failure, values: RawFields): Documen
   const name = `${values.vorname ?? ''} ${values.nachname ?? ''}`.trim() || 'the person';
   return formDocument(editPersonPage(keyPath(key), name, formAgain(failure, values)), editPath(key), failure.status);
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({
+  params,
+  ok,
+  notModified,
+  problems,
+  body,
+  changing,
+  seeOther,
+  noContent,
+  movedPermanently,
+  permanentRedirect,
+  personForm,
+}) => [
+  {
+    path: '/person/{person}',
+    pathParams: [params.person],
+    operations: {
+      get: {
+        summary: 'A person with their works.',
+        responses: {
+          200: ok('The person.', 'person'),
+          301: movedPermanently,
+          304: notModified,
+          ...problems('404', '410'),
+        },
+      },
+      put: {
+        summary: 'Changes a person.',
+        ...changing,
+        requestBody: body('PersonInput', personForm),
+        responses: {
+          200: ok('The person as changed.', 'person'),
+          303: seeOther,
+          308: permanentRedirect,
+          ...problems('400', '403', '404', '410', '415', '422'),
+        },
+      },
+      delete: {
+        summary: 'Deletes a person and their works.',
+        ...changing,
+        responses: { 204: noContent, 303: seeOther, 308: permanentRedirect, ...problems('403', '404', '409', '410') },
+      },
+    },
+  },
+];

@@ -1,6 +1,6 @@
 // The person list: /personen and personen.php, 50 a page, with the total and the
 // neighbouring pages (offset, 0-based). A librarian POSTs here to create a person.
-import type { Document, LinkFn, Outcome, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, LinkFn, Outcome, ScriptRequest } from '../lib/page/index.ts';
 import {
   change,
   formAgain,
@@ -170,3 +170,23 @@ export function toXml(list: PersonList, link: LinkFn) {
     },
   };
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ params, ok, notModified, problems, body, changing, created, seeOther, formOf }) => [
+  {
+    path: '/personen',
+    query: [params.offset],
+    operations: {
+      get: {
+        summary: 'The persons, 50 a page, by name.',
+        responses: { 200: ok('A page of the person list.', 'personen'), 304: notModified },
+      },
+      post: {
+        summary: 'Creates a person (librarians).',
+        ...changing,
+        requestBody: body('NewPersonInput', formOf('NewPersonInput')),
+        responses: { 201: created('person', 'person'), 303: seeOther, ...problems('400', '403', '415', '422') },
+      },
+    },
+  },
+];

@@ -3,7 +3,7 @@
 // the loan lists (test/crawlers.test.ts checks the lines against the rewrite table). The sitemap's
 // address must be absolute (sitemaps.org). `*` stands for any text and a line matches the start
 // of a path (RFC 9309), so /*/bearbeiten also leaves out /person/max-muster/bearbeiten.json.
-import type { ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, ScriptRequest } from '../lib/page/index.ts';
 import { Verbatim } from '../lib/page/index.ts';
 
 const disallowed = [
@@ -49,3 +49,26 @@ export async function GET({ link }: ScriptRequest): Promise<Verbatim> {
   ].join('\n');
   return new Verbatim('text/plain; charset=utf-8', text);
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ notModified }) => [
+  {
+    path: '/robots.txt',
+    // Text that reads no database, whatever the suffix.
+    database: false,
+    suffixes: false,
+    operations: {
+      get: {
+        summary: 'robots.txt, naming the sitemap.',
+        responses: {
+          200: {
+            description: 'The rules for crawlers.',
+            headers: { ETag: { $ref: '#/components/headers/ETag' } },
+            content: { 'text/plain': { schema: { type: 'string' } } },
+          },
+          304: notModified,
+        },
+      },
+    },
+  },
+];

@@ -3,7 +3,15 @@
 // sortby, facet (repeatable) and offset. The URL alone decides the result: no session, and the
 // same order every time. Its URL and representations are lib/page's (search-url.ts,
 // search-list.ts); words, ranking, facets and the cost bound live in lib/search.
-import type { Document, FacetView, Paging, ScriptRequest, SearchResult, SearchSettings } from '../lib/page/index.ts';
+import type {
+  ApiFragment,
+  Document,
+  FacetView,
+  Paging,
+  ScriptRequest,
+  SearchResult,
+  SearchSettings,
+} from '../lib/page/index.ts';
 import {
   buildQuery,
   checkSearchPath,
@@ -203,3 +211,33 @@ export function describe(conditions: readonly Condition[]): string {
     })
     .join('');
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ params, ok, notModified }) => [
+  {
+    path: '/search',
+    query: [
+      params.query,
+      params.tab,
+      params.scope,
+      params.vid,
+      params.sortby,
+      params.facet,
+      params.lang,
+      params.offset,
+      params.term,
+      params.field,
+      params.match,
+    ],
+    operations: {
+      get: {
+        summary: "Search, in Primo's deep-link format: 10 hits a page, by rank, with facets.",
+        responses: {
+          200: ok('A page of the search result list.', 'search'),
+          303: { description: "The search form's term, field and match: Location is the search's own address." },
+          304: notModified,
+        },
+      },
+    },
+  },
+];

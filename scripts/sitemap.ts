@@ -3,7 +3,7 @@
 // /sitemap.xml; beyond, /sitemap.xml is an index of parts (?personen=N, ?werke=N), each the
 // persons or works of one range of 10,000 ids: a few MB, written whole, then compressed and kept
 // until the data changes as documents are (docs/interface.md, Feeds, sitemap and links).
-import type { LinkFn, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, LinkFn, ScriptRequest } from '../lib/page/index.ts';
 import { HttpError, readNonNegativeInteger, Verbatim } from '../lib/page/index.ts';
 
 /**
@@ -85,3 +85,26 @@ async function urlSet(db: ScriptRequest['db'], link: LinkFn, ranges: [Kind, numb
   lines.push('</urlset>\n');
   return lines.join('');
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ params, notModified, problems }) => [
+  {
+    path: '/sitemap',
+    query: [params.personen, params.werke],
+    operations: {
+      get: {
+        summary:
+          'The sitemap (sitemaps.org), or its index of parts beyond 10,000 addresses; usually asked for as /sitemap.xml.',
+        responses: {
+          200: {
+            description: 'A urlset or a sitemapindex.',
+            headers: { ETag: { $ref: '#/components/headers/ETag' } },
+            content: { 'application/xml': { schema: { type: 'string' } } },
+          },
+          304: notModified,
+          ...problems('400', '404'),
+        },
+      },
+    },
+  },
+];

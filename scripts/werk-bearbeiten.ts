@@ -1,6 +1,6 @@
 // The form that edits a work: /werk/<id>/bearbeiten. It posts to the work with _method=PUT, and
 // its delete button with _method=DELETE. For the owner's account and librarians.
-import type { Document, FormPage, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, FormPage, ScriptRequest } from '../lib/page/index.ts';
 import {
   editWerkPage,
   freshForm,
@@ -20,3 +20,12 @@ export async function GET(req: ScriptRequest): Promise<Document<FormPage>> {
     return editWerkPage(id, werk.titel, freshForm(werkValues(werk), csrfToken));
   });
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ params, form }) => [
+  {
+    path: '/werk/{id}/bearbeiten',
+    pathParams: [params.id],
+    operations: form('changes or deletes a work', 'werk'),
+  },
+];

@@ -1,6 +1,6 @@
 // Deleting a work asks first: /werk/<id>/loeschen names the work and posts to it with
 // _method=DELETE; Cancel leads back to the work. For the owner's account and librarians.
-import type { Document, FormPage, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, FormPage, ScriptRequest } from '../lib/page/index.ts';
 import { mayChangePerson, notYours, readId, resolveWerk, showForm } from '../lib/page/index.ts';
 
 export async function GET(req: ScriptRequest): Promise<Document<FormPage>> {
@@ -24,3 +24,12 @@ export async function GET(req: ScriptRequest): Promise<Document<FormPage>> {
     };
   });
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ params, form }) => [
+  {
+    path: '/werk/{id}/loeschen',
+    pathParams: [params.id],
+    operations: form('confirms deleting a work', 'werk'),
+  },
+];

@@ -1,6 +1,6 @@
 // The form that adds a work to a person: /person/<slug>/werke/neu. It posts to
 // /person/<slug>/werke. For the person's own account and librarians.
-import type { Document, FormPage, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, FormPage, ScriptRequest } from '../lib/page/index.ts';
 import {
   freshForm,
   mayChangePerson,
@@ -23,3 +23,12 @@ export async function GET(req: ScriptRequest): Promise<Document<FormPage>> {
     return newWerkPage(path, name, freshForm({}, csrfToken));
   });
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({ params, form }) => [
+  {
+    path: '/person/{person}/werke/neu',
+    pathParams: [params.person],
+    operations: form('adds a work to a person', 'person'),
+  },
+];

@@ -1,6 +1,6 @@
 // One work: /werk/<id> and werk.php?id=<id>, linking its person and the person list. PUT
 // replaces its fields, DELETE removes it; its URL then answers 410 (docs/interface.md, Work).
-import type { Document, Failure, Outcome, RawFields, ScriptRequest, Werk } from '../lib/page/index.ts';
+import type { ApiFragment, Document, Failure, Outcome, RawFields, ScriptRequest, Werk } from '../lib/page/index.ts';
 import {
   change,
   deleteWerk,
@@ -73,3 +73,42 @@ function showAgain(id: number, failure: Failure, values: RawFields): Document {
     failure.status,
   );
 }
+
+/** Its addresses in /openapi.json (lib/page/api-description.ts). */
+export const api: ApiFragment = ({
+  params,
+  ok,
+  notModified,
+  problems,
+  body,
+  changing,
+  seeOther,
+  noContent,
+  werkForm,
+}) => [
+  {
+    path: '/werk/{id}',
+    pathParams: [params.id],
+    operations: {
+      get: {
+        summary: 'A work.',
+        responses: { 200: ok('The work.', 'werk'), 304: notModified, ...problems('404', '410') },
+      },
+      put: {
+        summary: 'Changes a work.',
+        ...changing,
+        requestBody: body('WerkInput', werkForm),
+        responses: {
+          200: ok('The work as changed.', 'werk'),
+          303: seeOther,
+          ...problems('400', '403', '404', '410', '415', '422'),
+        },
+      },
+      delete: {
+        summary: 'Deletes a work.',
+        ...changing,
+        responses: { 204: noContent, 303: seeOther, ...problems('403', '404', '409', '410') },
+      },
+    },
+  },
+];

@@ -79,3 +79,5 @@ export {
 } from './werk.ts';
 export { deleteWerk, insertWerk, updateWerk } from './werk-store.ts';
 export * as search from '../search/index.ts';
+export type { ApiFragment, ApiParts, ApiResource, SiteScript } from './api-description.ts';
+export { apiParts, describeSite, siteScripts } from './api-description.ts';

@@ -1,10 +1,11 @@
 // What a handler script in scripts/ receives and returns, and the helpers scripts share to read
 // their query parameters. A script returns data and never touches the response; the front
-// renders it (docs/development.md, Add a page).
+// renders it (docs/development.md, Add a resource).
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Account, Identity, SessionControl } from '../auth/index.ts';
 import type { Db } from '../db/index.ts';
 import type { Body, BodyType, Format, NoContent, Upload, Verbatim } from '../http/index.ts';
+import type { ApiFragment } from './api-description.ts';
 import { clip, HttpError } from '../http/index.ts';
 import type { PictureOptions } from './picture.ts';
 import type { RequestSearch } from '../search/index.ts';
@@ -112,6 +113,8 @@ export interface ScriptModule {
    * (data_version), and asking who the requester is fails.
    */
   cacheable?: boolean;
+  /** Its addresses, parameters and answers for /openapi.json (lib/page/api-description.ts). */
+  api?: ApiFragment;
   /**
    * True when anyone may send the script's changes without logging in (the login form, logging
    * out). For every other script a change from someone not logged in is 403 before its body is read.

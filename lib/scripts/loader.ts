@@ -10,7 +10,7 @@ import path from 'node:path';
 import vm from 'node:vm';
 import type { TransformFailure, TransformOptions } from 'esbuild';
 import { projectRoot } from '../config.ts';
-import type { ScriptModule } from '../page/index.ts';
+import type { ScriptModule, SiteScript } from '../page/index.ts';
 import * as page from '../page/index.ts';
 import { scriptName } from '../script-name.ts';
 import { mapPosition, registerSourceMap, ScriptParseError } from './stack.ts';
@@ -72,12 +72,18 @@ export class ScriptLoader {
   private compiling: Promise<unknown> = Promise.resolve();
   /** The build's compiled scripts, in production; empty in development and without a build. */
   private readonly built: Record<string, BuiltScript>;
+  /**
+   * lib/page as this loader's scripts import it: the server's own module, with siteScripts
+   * listing this loader's scripts (the OpenAPI document gathers their fragments).
+   */
+  private readonly page: typeof page;
 
   constructor(dir: string, options: { reload: boolean }) {
     this.dir = path.resolve(dir);
     this.reload = options.reload;
     this.known = this.scan();
     this.built = options.reload ? {} : readBuilt();
+    this.page = { ...page, siteScripts: () => this.all() };
   }
 
   /** Whether scripts/<name>.ts exists; only such names are ever resolved, never another file. */
@@ -99,6 +105,13 @@ export class ScriptLoader {
     const loading = this.compiling.then(() => this.use(file, []));
     this.compiling = loading.catch(() => undefined);
     return (await loading).exports as ScriptModule;
+  }
+
+  /** Every script of the folder, compiled; one that does not compile fails the whole. */
+  async all(): Promise<SiteScript[]> {
+    if (this.reload) this.known = this.scan();
+    const names = this.names();
+    return Promise.all(names.map(async (name) => ({ name, module: await this.load(name) })));
   }
 
   fileOf(name: string): string {
@@ -178,7 +191,7 @@ export class ScriptLoader {
       const target = path.resolve(path.dirname(file), id);
       const refuse = (why: string) => importError(`Cannot import ${id}: ${why}`, file, { code, offset: call.index });
       if (target === pageModule) {
-        imports.set(id, page);
+        imports.set(id, this.page);
       } else if (target.startsWith(libDir + path.sep)) {
         throw refuse(
           'scripts import lib/page/index.ts, the one lib module made for them; export what the script needs from there.',

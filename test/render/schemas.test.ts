@@ -12,6 +12,8 @@ import type { ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
 import { generateData } from '../../bin/lib/fill-database.ts';
+import { describeSite } from '../../lib/page/index.ts';
+import { ScriptLoader } from '../../lib/scripts/index.ts';
 import { csrfTokenOf, loanBody, personBody, werkBody } from '../change-helpers.ts';
 import type { ApiFormat } from '../change-helpers.ts';
 import type { TestServer } from '../helpers.ts';
@@ -19,10 +21,27 @@ import { missingTool, rawRequest, root, startTestServer, xmllint } from '../help
 import { basic, demo, logInAs, tokenOf } from '../login-helpers.ts';
 
 const schemaDir = path.join(root, 'public/schema');
-const xmlSchemas = ['person', 'werk', 'personen', 'index', 'search', 'entlehnte', 'entlehnung', 'problem'] as const;
-// login and me have no XML representation: /login.xml and /me.xml are 406.
-const jsonSchemas = [...xmlSchemas, 'login', 'me'] as const;
-type SchemaName = (typeof jsonSchemas)[number];
+
+/**
+ * The schemas the scripts name in their OpenAPI fragments (lib/page/api-description.ts), as
+ * /openapi.json gathers them: a document's schema is named where its script declares its answers
+ * (login and me have JSON only), the problem documents' where the errors are described.
+ */
+async function declaredSchemas(): Promise<{ xml: string[]; json: string[] }> {
+  const loader = new ScriptLoader(path.join(root, 'scripts'), { reload: false });
+  const names = { xsd: new Set<string>(), json: new Set<string>() };
+  const walk = (value: unknown): void => {
+    const named = typeof value === 'string' ? /^\/schema\/([a-z-]+)\.(xsd|json)$/.exec(value) : null;
+    if (named) names[named[2] as 'xsd' | 'json'].add(named[1] as string);
+    else if (value && typeof value === 'object') for (const inner of Object.values(value)) walk(inner);
+  };
+  walk(describeSite(await loader.all(), (site) => site));
+  return { xml: [...names.xsd].sort(), json: [...names.json].sort() };
+}
+const declared = await declaredSchemas();
+const xmlSchemas = declared.xml;
+const jsonSchemas = declared.json;
+type SchemaName = string;
 
 const noXmllint = missingTool('/usr/bin/xmllint', 'libxml2-utils');
 
