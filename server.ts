@@ -27,6 +27,7 @@ import {
   locationHeader,
   mediaTypes,
   negotiateErrorFormat,
+  noBody,
   picturesPath,
   possibleMethods,
   readTarget,
@@ -142,13 +143,14 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     if (req.method === 'OPTIONS') return sendEmpty(ex, 204, { allow: allow.join(', ') });
     // Who is asking is read only if the script or a change asks; public documents never do.
     const requester = auth.requester(ex, target);
-    let bodyLimit: number | undefined;
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      if (!possibleMethods(req).some((m) => allow.includes(m))) throw notAllowed(req.method ?? '', allow);
-      bodyLimit = await admitChange(req, target, requester, script);
+    // GET and HEAD have no body to read and no other method to ask for.
+    let body = noBody;
+    let method = req.method ?? 'GET';
+    if (method !== 'GET' && method !== 'HEAD') {
+      if (!possibleMethods(req).some((m) => allow.includes(m))) throw notAllowed(method, allow);
+      body = createBodyReader(req, await admitChange(req, target, requester, script));
+      method = await effectiveMethod(req, body);
     }
-    const body = createBodyReader(req, bodyLimit);
-    const method = await effectiveMethod(req, body);
     const handler =
       method === 'GET' || method === 'HEAD'
         ? script.GET

@@ -62,6 +62,11 @@ export function hasBody(headers: IncomingHttpHeaders): boolean {
  * _method before the script asks for it again, or for JSON or XML). maxBytes is 1 MiB unless the
  * front allows less.
  */
+/** The body of a GET or HEAD, which a script cannot read: asking for it is the script's mistake. */
+export const noBody: BodyReader = async () => {
+  throw new Error('GET and HEAD requests have no body to read; read it in POST, PUT or DELETE.');
+};
+
 export function createBodyReader(req: IncomingMessage, maxBytes = maxBodyBytes): BodyReader {
   let parsed: Promise<Body> | null = null;
   return async <T extends BodyType>(accept: readonly T[]) => {

@@ -3,7 +3,7 @@
 // and the proxy to a legacy upstream.
 // May import: log.
 export type { Body, BodyReader, BodyType } from './body.ts';
-export { bodyTypeOf, createBodyReader, hasBody, refuseLargeBody } from './body.ts';
+export { bodyTypeOf, createBodyReader, hasBody, noBody, refuseLargeBody } from './body.ts';
 export { askPrimary, isStopping, listen, onCollect, runsWorkers } from './cluster.ts';
 export type { PrimaryOptions } from './primary.ts';
 export { runPrimary } from './primary.ts';

@@ -24,7 +24,7 @@ import type { Outcome, PictureOptions, ScriptModule, ScriptRequest } from '../pa
 import { PictureQueue } from '../page/index.ts';
 import type { Produced, Templates } from '../render/index.ts';
 import { renderDocument, summaryOf } from '../render/index.ts';
-import type { SearchEngine, SearchStats } from '../search/index.ts';
+import type { RequestSearch, SearchEngine, SearchStats } from '../search/index.ts';
 import { limitsOf, SearchClient, Searcher } from '../search/index.ts';
 import { parseStack } from './stack.ts';
 
@@ -150,6 +150,14 @@ export class ScriptRunner {
         `scripts/${name}.ts is cacheable, so its document cannot depend on who asks; drop its cacheable export or the call.`,
       );
     };
+    // Made when a script searches (most never do). The word index follows the primary: a request
+    // that reads there has read its version already.
+    let searching: RequestSearch | null = null;
+    const search = () =>
+      (searching ??= this.searcher.forRequest(
+        () => (server() === this.parts.db ? currentVersion() : this.keptOn(this.parts.db).version.current()),
+        db,
+      ));
     const request: ScriptRequest = {
       method: method === 'HEAD' ? 'GET' : method,
       format,
@@ -157,11 +165,10 @@ export class ScriptRunner {
       headers: ex.req.headers,
       db,
       link: target.link,
-      // The word index follows the primary: a request that reads there has read its version already.
-      searcher: this.searcher.forRequest(
-        () => (server() === this.parts.db ? currentVersion() : this.keptOn(this.parts.db).version.current()),
-        db,
-      ),
+      searcher: {
+        find: (spec) => search().find(spec),
+        suggest: (conditions, lines) => search().suggest(conditions, lines),
+      },
       searchAliases: config.searchViewAliases,
       warn: (message) => {
         warnings.push(message);
