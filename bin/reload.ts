@@ -1,6 +1,6 @@
 // `npm run reload`: tells the running server to replace its worker processes one after another
 // (SIGUSR2 to the pid in PID_FILE, by default logs/portfolio.pid), as `apachectl graceful` does.
-// Requests in flight finish on the old workers; none is refused (docs/operations.md, Reload).
+// Requests in flight finish on the old workers; none is refused (docs/operations.md, Processes and signals).
 import { readFileSync } from 'node:fs';
 import { readConfig } from '../lib/config.ts';
 
