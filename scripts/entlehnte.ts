@@ -13,6 +13,7 @@ import type {
   Loan,
   Outcome,
   ScriptRequest,
+  View,
 } from '../lib/page/index.ts';
 import {
   change,
@@ -152,7 +153,7 @@ function pageUrl(list: LoanList, offset: number | null, link: LinkFn): string | 
   return offset === null ? null : link(listPath(list.account.id, offset));
 }
 
-export function toJson(list: LoanList, link: LinkFn) {
+function toJson(list: LoanList, link: LinkFn) {
   return {
     url: pageUrl(list, list.offset, link),
     benutzer: {
@@ -175,7 +176,7 @@ export function toJson(list: LoanList, link: LinkFn) {
   };
 }
 
-export function toXml(list: LoanList, link: LinkFn) {
+function toXml(list: LoanList, link: LinkFn) {
   const previous = pageUrl(list, list.previous, link);
   const next = pageUrl(list, list.next, link);
   return {
@@ -230,3 +231,5 @@ export const api: ApiFragment = ({ params, ok, problems, body, changing, created
     },
   },
 ];
+
+export const view: View = { template: 'entlehnte', toJson, toXml };

@@ -13,7 +13,7 @@ import {
   requireLogin,
 } from '../lib/page/index.ts';
 
-export { loanJson as toJson, loanXml as toXml } from '../lib/page/index.ts';
+export { loanView as view } from '../lib/page/index.ts';
 
 export async function GET(req: ScriptRequest): Promise<Document<Loan>> {
   const uid = readId(req.query, 'uid');

@@ -1,6 +1,6 @@
 // The newest works as an Atom feed (RFC 4287): the site's at /feed, a person's at
 // /person/<slug>/feed (feed.php?slug=… or ?pid=…). Each entry is a work, newest first.
-import type { ApiFragment, Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, LinkFn, ScriptRequest, View } from '../lib/page/index.ts';
 import { readPersonKey, resolvePerson } from '../lib/page/index.ts';
 
 interface Entry {
@@ -62,7 +62,7 @@ export async function GET({ query, db }: ScriptRequest): Promise<Document<Feed>>
   };
 }
 
-export function toXml(feed: Feed, link: LinkFn) {
+function toXml(feed: Feed, link: LinkFn) {
   // The newest change of an entry; an empty feed has not changed since the epoch.
   const updated = feed.entries.reduce((newest, e) => (e.updated > newest ? e.updated : newest), '1970-01-01T00:00:00Z');
   return {
@@ -115,3 +115,5 @@ export const api: ApiFragment = ({ params, notModified, problems, movedPermanent
     },
   },
 ];
+
+export const view: View = { template: 'feed', toXml };

@@ -1,6 +1,6 @@
 // The start page: / and index.php. Says what the site holds and links the person list,
 // the search and the newest works.
-import type { ApiFragment, Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, LinkFn, ScriptRequest, View } from '../lib/page/index.ts';
 
 export interface StartPage {
   personen: number;
@@ -30,7 +30,7 @@ export async function GET({ db, remember }: ScriptRequest): Promise<Document<Sta
   return { path: '/', title: 'Portfolio', description, data };
 }
 
-export function toJson(start: StartPage, link: LinkFn) {
+function toJson(start: StartPage, link: LinkFn) {
   return {
     titel: 'Portfolio',
     url: link('/'),
@@ -45,7 +45,7 @@ export function toJson(start: StartPage, link: LinkFn) {
   };
 }
 
-export function toXml(start: StartPage, link: LinkFn) {
+function toXml(start: StartPage, link: LinkFn) {
   return {
     portfolio: {
       '@_ref': link('/'),
@@ -76,3 +76,5 @@ export const api: ApiFragment = ({ ok, notModified }) => {
     { path: '/index', operations },
   ];
 };
+
+export const view: View = { template: 'index', toJson, toXml };

@@ -2,7 +2,7 @@
 // no other site can log a browser into an account of its choosing, and no session row is made for
 // someone who only looks); POST /login checks the user name and password, starts a session and
 // sends the browser back where it came from.
-import type { ApiFragment, Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, LinkFn, ScriptRequest, View } from '../lib/page/index.ts';
 import { Redirect } from '../lib/page/index.ts';
 
 export interface LoginPage {
@@ -105,7 +105,7 @@ export function localPath(raw: string | null): string | null {
 }
 
 /** For API clients: who the credentials identify, with their loan list. */
-export function toJson(data: LoginPage, link: LinkFn) {
+function toJson(data: LoginPage, link: LinkFn) {
   return {
     angemeldet: data.user && {
       name: data.user.username,
@@ -152,3 +152,5 @@ export const api: ApiFragment = ({ params, ok, problems, seeOther, maybe }) => [
     },
   },
 ];
+
+export const view: View = { template: 'login', toJson };

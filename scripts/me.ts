@@ -1,7 +1,7 @@
 // Who is looking: /me.json, private and never stored. Public documents are the same bytes for
 // everyone, so their page header and their Edit, Add, Delete and New controls are filled in by
 // public/js/site.js from this answer (docs/interface.md, Who is looking).
-import type { ApiFragment, Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, LinkFn, ScriptRequest, View } from '../lib/page/index.ts';
 
 /** JSON only: a small answer for the pages' script and for API clients. */
 export const only = { format: 'json', type: 'application/json; charset=utf-8' } as const;
@@ -28,7 +28,7 @@ export async function GET(req: ScriptRequest): Promise<Document<Me>> {
   };
 }
 
-export function toJson({ user }: Me, link: LinkFn) {
+function toJson({ user }: Me, link: LinkFn) {
   return {
     angemeldet: user && {
       name: user.username,
@@ -60,3 +60,5 @@ export const api: ApiFragment = ({ schema, maybe }) => [
     },
   },
 ];
+
+export const view: View = { template: 'me', toJson };

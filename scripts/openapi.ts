@@ -2,7 +2,7 @@
 // fragment every script declares next to its code (`export const api`; lib/page/api-description.ts
 // writes the document). test/openapi.test.ts checks it against the rewrite table, and its
 // parameters and statuses against the server's answers to a table of requests.
-import type { ApiFragment, Document, LinkFn, SiteScript } from '../lib/page/index.ts';
+import type { ApiFragment, Document, LinkFn, SiteScript, View } from '../lib/page/index.ts';
 import { describeSite, siteScripts } from '../lib/page/index.ts';
 
 /** JSON only, as an OpenAPI document. */
@@ -15,7 +15,7 @@ export async function GET(): Promise<Document<SiteScript[]>> {
   return { path: '/openapi', title: 'OpenAPI', data: await siteScripts() };
 }
 
-export function toJson(scripts: SiteScript[], link: LinkFn) {
+function toJson(scripts: SiteScript[], link: LinkFn) {
   return describeSite(scripts, link);
 }
 
@@ -39,3 +39,5 @@ export const api: ApiFragment = ({ notModified }) => [
     },
   },
 ];
+
+export const view: View = { template: 'openapi', toJson };

@@ -14,11 +14,10 @@ import {
   Redirect,
   rejectInvalid,
   resolvePerson,
-  werkView,
 } from '../lib/page/index.ts';
 
 // What a POST answers is the new work.
-export { werkJson as toJson, werkXml as toXml } from '../lib/page/index.ts';
+export { werkView as view } from '../lib/page/index.ts';
 
 export async function GET({ query, db }: ScriptRequest): Promise<never> {
   const person = await resolvePerson(db, readPersonKey(query, 'person-werke.php'), { method: 'GET', rest: '/werke' });
@@ -40,7 +39,7 @@ export async function POST(req: ScriptRequest): Promise<Outcome> {
       const path = `/werk/${werk.id}`;
       return {
         then: path,
-        document: { path, title: werk.titel, data: werk, status: 201, location: path, view: werkView },
+        document: { path, title: werk.titel, data: werk, status: 201, location: path },
       };
     },
     async (failure) => {

@@ -28,7 +28,7 @@ import {
 } from '../lib/page/index.ts';
 
 export type { Person } from '../lib/page/index.ts';
-export { personJson as toJson, personXml as toXml } from '../lib/page/index.ts';
+export { personView as view } from '../lib/page/index.ts';
 
 export async function GET({ query, db }: ScriptRequest): Promise<Document<Person>> {
   return personDocument(await resolvePerson(db, readPersonKey(query), { method: 'GET' }));

@@ -1,6 +1,6 @@
 // The person list: /personen and personen.php, 50 a page, with the total and the
 // neighbouring pages (offset, 0-based). A librarian POSTs here to create a person.
-import type { ApiFragment, Document, LinkFn, Outcome, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, LinkFn, Outcome, ScriptRequest, View } from '../lib/page/index.ts';
 import {
   change,
   formAgain,
@@ -133,7 +133,7 @@ function pageLink(offset: number | null, link: LinkFn): string | null {
   return offset === null ? null : link(pagePath(offset));
 }
 
-export function toJson(list: PersonList, link: LinkFn) {
+function toJson(list: PersonList, link: LinkFn) {
   return {
     total: list.total,
     offset: list.offset,
@@ -150,7 +150,7 @@ export function toJson(list: PersonList, link: LinkFn) {
   };
 }
 
-export function toXml(list: PersonList, link: LinkFn) {
+function toXml(list: PersonList, link: LinkFn) {
   const previous = pageLink(list.previous, link);
   const next = pageLink(list.next, link);
   return {
@@ -190,3 +190,5 @@ export const api: ApiFragment = ({ params, ok, notModified, problems, body, chan
     },
   },
 ];
+
+export const view: View = { template: 'personen', toJson, toXml };

@@ -30,7 +30,7 @@ import {
   searchViews,
 } from '../lib/page/index.ts';
 
-export { searchJson as toJson, searchXml as toXml } from '../lib/page/index.ts';
+export { searchView as view } from '../lib/page/index.ts';
 
 type Condition = search.Condition;
 type Sort = search.Sort;

@@ -17,7 +17,7 @@ import {
 } from '../lib/page/index.ts';
 
 export type { Werk } from '../lib/page/index.ts';
-export { werkJson as toJson, werkXml as toXml } from '../lib/page/index.ts';
+export { werkView as view } from '../lib/page/index.ts';
 
 export async function GET({ query, db }: ScriptRequest): Promise<Document<Werk>> {
   return werkDocument(await resolveWerk(db, readId(query, 'id')));

@@ -17,7 +17,7 @@ const rule = { pattern: '^/werke$', substitution: '/werke.php', flags: ['L', 'QS
 /** The resource's files by their path in the site, as the docs' list names them. */
 const resource: Record<string, string | ((site: string) => string)> = {
   'scripts/werke.ts': `// The five newest works: /werke and werke.php.
-import type { ApiFragment, Document, LinkFn, ScriptRequest } from '../lib/page/index.ts';
+import type { ApiFragment, Document, LinkFn, ScriptRequest, View } from '../lib/page/index.ts';
 
 interface Werke {
   werke: { id: number; titel: string }[];
@@ -28,13 +28,15 @@ export async function GET({ db }: ScriptRequest): Promise<Document<Werke>> {
   return { path: '/werke', title: 'Newest works', data: { werke } };
 }
 
-export function toJson({ werke }: Werke, link: LinkFn) {
+function toJson({ werke }: Werke, link: LinkFn) {
   return { werke: werke.map((w) => ({ titel: w.titel, url: link(\`/werk/\${w.id}\`) })) };
 }
 
-export function toXml({ werke }: Werke, link: LinkFn) {
+function toXml({ werke }: Werke, link: LinkFn) {
   return { werke: { werk: werke.map((w) => ({ '@_ref': link(\`/werk/\${w.id}\`), '#text': w.titel })) } };
 }
+
+export const view: View = { template: 'werke', toJson, toXml };
 
 export const api: ApiFragment = ({ ok, notModified }) => [
   {

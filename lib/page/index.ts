@@ -43,7 +43,7 @@ export { deletePerson, insertPerson, setPersonImage, updatePerson } from './pers
 export type { PictureOptions } from './picture.ts';
 export { pictureIn, pictureWidths, storePicture } from './picture.ts';
 export { PictureQueue } from './picture-queue.ts';
-export type { Document, LinkFn, Outcome, Paging, ScriptModule, ScriptRequest } from './script-request.ts';
+export type { Document, LinkFn, Outcome, Paging, ScriptModule, ScriptRequest, View } from './script-request.ts';
 export {
   buildQuery,
   loginLink,
@@ -54,7 +54,7 @@ export {
   requireLogin,
 } from './script-request.ts';
 export type { FacetView, SearchResult } from './search-list.ts';
-export { searchJson, searchXml } from './search-list.ts';
+export { searchJson, searchView, searchXml } from './search-list.ts';
 export type { SearchSettings } from './search-url.ts';
 export {
   checkSearchPath,

@@ -85,7 +85,9 @@ export interface Paging {
 /** How a document is rendered: the template's name, and its data in JSON and XML. */
 export interface View {
   template: string;
+  /** The JSON representation of the data; the data itself when absent. */
   toJson?: (data: never, link: LinkFn) => unknown;
+  /** The XML tree (one root) for writeXml (lib/render/xml.ts): '@_name' attributes, '#text' text; without it, no XML. */
   toXml?: (data: never, link: LinkFn) => Record<string, unknown>;
 }
 
@@ -103,10 +105,12 @@ export interface ScriptModule {
   POST?: (req: ScriptRequest) => Promise<Outcome>;
   PUT?: (req: ScriptRequest) => Promise<Outcome>;
   DELETE?: (req: ScriptRequest) => Promise<Outcome>;
-  /** The JSON representation of the data; the data itself when absent. */
-  toJson?: (data: never, link: LinkFn) => unknown;
-  /** The XML tree (one root) for writeXml (lib/render/xml.ts): '@_name' attributes, '#text' text; required for XML. */
-  toXml?: (data: never, link: LinkFn) => Record<string, unknown>;
+  /**
+   * How its documents are represented: the HTML template, and toJson and toXml; without it, the
+   * template of the script's name and the data itself as JSON. A document it returns may name
+   * another document's view (a POST that creates a person answers with the person).
+   */
+  view?: View;
   /**
    * True when GET's document depends on nothing but the URL and the data (no session, no
    * clock): the server then keeps each rendered representation until persons or works change
@@ -122,7 +126,7 @@ export interface ScriptModule {
   anonymous?: boolean;
   /**
    * The one representation of a document that has a media type of its own instead of the three
-   * (an Atom feed: its XML, through toXml, served as application/atom+xml; the OpenAPI document's
+   * (an Atom feed: its XML, through its view's toXml, served as application/atom+xml; the OpenAPI document's
    * JSON; robots.txt's text, a Verbatim answer, which the suffix .html names). It is served whatever Accept
    * asks; another suffix is 406.
    */

@@ -2,7 +2,7 @@
 // docs/interface.md, Search). Its URLs are search-url.ts's.
 import type { Condition, FacetFilter, FacetName, Piece, Sort } from '../search/index.ts';
 import { facetNames } from '../search/index.ts';
-import type { LinkFn } from './script-request.ts';
+import type { LinkFn, View } from './script-request.ts';
 import type { Replaced } from './search-url.ts';
 import { facetText, joining, queryText, searchPath } from './search-url.ts';
 
@@ -166,3 +166,5 @@ export function searchXml(result: SearchResult, link: LinkFn) {
     },
   };
 }
+
+export const searchView: View = { template: 'search', toJson: searchJson, toXml: searchXml };

@@ -51,7 +51,7 @@ export function buildJson(value: unknown): string {
 /** The representations a script offers: HTML always, XML when it maps its data to a tree; or its only one. */
 export function formatsOf(script: ScriptModule): Format[] {
   if (script.only) return [script.only.format];
-  return formats.filter((f) => f !== 'xml' || script.toXml !== undefined);
+  return formats.filter((f) => f !== 'xml' || script.view?.toXml !== undefined);
 }
 
 interface RenderOptions {
@@ -67,7 +67,7 @@ interface RenderOptions {
 export function renderDocument(options: RenderOptions): string {
   const { format, script, doc, link } = options;
   // A script may answer with another document's view: POST /personen shows the new person.
-  const view = doc.view ?? { template: options.scriptName, toJson: script.toJson, toXml: script.toXml };
+  const view = doc.view ?? script.view ?? { template: options.scriptName };
   switch (format) {
     case 'html':
       return options.templates.render(view.template, { page: options.page, data: doc.data });

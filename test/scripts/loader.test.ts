@@ -26,8 +26,8 @@ describe('the scripts in scripts/', () => {
 
   test('get the module instances the server imported, not copies', async () => {
     const loader = new ScriptLoader(path.join(root, 'scripts'), { reload: false });
-    // scripts/person.ts re-exports personJson as its toJson.
-    assert.equal((await loader.load('person')).toJson, pageModule.personJson);
+    // scripts/person.ts re-exports personView as its view.
+    assert.equal((await loader.load('person')).view, pageModule.personView);
     assert.equal(pageModule.HttpError, HttpError);
   });
 });
@@ -52,13 +52,10 @@ describe('imports of a script', () => {
       'export const made = { HttpError };',
       "export const x = 'eins';",
     ]);
-    write(
-      'first.ts',
-      page("import { x } from './_shared.ts';").concat("export { made as toJson } from './_shared.ts';"),
-    );
+    write('first.ts', page("import { x } from './_shared.ts';").concat("export { made as view } from './_shared.ts';"));
     write(
       'second.ts',
-      page("import { x } from './_shared.ts';").concat("export { made as toJson } from './_shared.ts';"),
+      page("import { x } from './_shared.ts';").concat("export { made as view } from './_shared.ts';"),
     );
     write('unshared.ts', page("import { readTarget as x } from '../../../lib/http/index.ts';"));
     write('server.ts', page("import { createApp as x } from '../../../server.ts';"));
@@ -72,9 +69,9 @@ describe('imports of a script', () => {
     const loader = new ScriptLoader(dir, { reload: false });
     assert.deepEqual(loader.names(), ['circle', 'first', 'missing', 'second', 'server', 'unshared']);
     const [first, second] = await Promise.all([loader.load('first'), loader.load('second')]);
-    assert.ok(first.toJson !== undefined);
-    assert.equal(first.toJson, second.toJson);
-    assert.equal((first.toJson as unknown as { HttpError: unknown }).HttpError, HttpError);
+    assert.ok(first.view !== undefined);
+    assert.equal(first.view, second.view);
+    assert.equal((first.view as unknown as { HttpError: unknown }).HttpError, HttpError);
   });
 
   test('of a helper, in development: an edit of the helper reaches the script that imports it', async () => {
