@@ -19,7 +19,7 @@ import pg from 'pg';
 import { buildServer, startArguments } from '../bin/build.ts';
 import { migrate, openPostgres } from '../lib/db/index.ts';
 import { generateData } from '../bin/lib/fill-database.ts';
-import { createRandom, titleAdjectives, titleNouns } from '../bin/lib/sample-data.ts';
+import { createRandom, titleAdjectives, titleNouns, titlePlaces } from '../bin/lib/sample-data.ts';
 import type { LoadResult, Slice } from './load.ts';
 import { combine, runLoad, runSlice } from './load.ts';
 import type { Row } from './report.ts';
@@ -58,18 +58,7 @@ function defineCases(slugs: readonly string[]): Case[] {
     `/search.json?query=${encodeURIComponent(`title,begins_with,${pick(r, stems)}`)}`;
   // Phrases of the generated titles ("Hafen und Deich", "Hafen von Lübeck"): thousands of them,
   // so few repeat within a run and most miss the kept results, as a catalogue's users' searches do.
-  const places = [
-    'Lübeck',
-    'Dresden',
-    'Görlitz',
-    'Husum',
-    'Bamberg',
-    'Weimar',
-    'Passau',
-    'Stralsund',
-    'Tübingen',
-    'Lüneburg',
-  ];
+  const places = titlePlaces.slice(0, 10);
   const uncached = (r: () => number) => {
     const phrase =
       r() < 0.5 ? `${pick(r, titleNouns)} und ${pick(r, titleNouns)}` : `${pick(r, titleNouns)} von ${pick(r, places)}`;

@@ -167,13 +167,16 @@ describe('a resource added by the list in docs/development.md', () => {
       assert.equal(res.status, 200, target);
       assert.equal(res.headers.get('content-type'), type, target);
       assert.ok(res.headers.get('etag'), target);
-      assert.ok((await res.text()).includes(newest.werke[0].titel.replace(/&/g, '&amp;')), target);
+      // The newest title, escaped in HTML and XML.
+      const titel: string = newest.werke[0].titel;
+      const shown = type.startsWith('application/json') ? titel : titel.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+      assert.ok((await res.text()).includes(shown), target);
     }
     const negotiated = await fetch(`${server.origin}/werke`, { headers: { accept: 'application/xml' } });
     assert.equal(negotiated.headers.get('content-type'), 'application/xml; charset=utf-8');
   });
 
-  test('its JSON and XML are valid against its schemas, served under /schema/', async () => {
+  test('its JSON is valid against its JSON Schema, served under /schema/', async () => {
     const schema = await readJson(await fetch(`${server.origin}/schema/werke.json`));
     const ajv = new Ajv2020({ allErrors: true, strict: true });
     (ajvFormats as unknown as { default: (a: Ajv2020) => void }).default(ajv);

@@ -415,6 +415,8 @@ const endings = { m: 'er', f: 'e', n: 'es' } as const;
 /** Words that occur in titles, for the benchmark's search terms. */
 export const titleNouns: readonly string[] = nouns.map(([noun]) => noun);
 export const titleAdjectives: readonly string[] = adjectives;
+/** The places of the titles' "… von <place>". */
+export const titlePlaces: readonly string[] = places;
 
 export function makeTitle(random: () => number): string {
   const [noun, gender] = pick(random, nouns);
