@@ -187,7 +187,13 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       requester,
     });
     // 9. Respond: redirect, 204, or the representation with its ETag, links and caching.
-    await respond(ex, produced, { format, target, personal: requester.asked, type: script.only?.type });
+    await respond(ex, produced, {
+      format,
+      target,
+      personal: requester.asked,
+      type: script.only?.type,
+      sharedSeconds: config.sharedCacheSeconds,
+    });
   }
 
   /** The one catch: an HttpError (or an outage) as a page or problem details, anything else 500. */

@@ -97,6 +97,13 @@ export interface Config {
   dbOutcomeTimeoutMs: number;
   /** Statement time-out of migrations, which run on connections of their own. */
   migrationTimeoutMs: number;
+  /**
+   * Seconds a shared cache (Varnish, a CDN) may keep a public document without asking again
+   * (s-maxage); 0 leaves them revalidated on every use (docs/operations.md, An edge cache).
+   */
+  sharedCacheSeconds: number;
+  /** The caches told to drop what a change touched, by its surrogate keys (PURGE_URLS). */
+  purgeUrls: string[];
   /** Milliseconds an upstream of a P rule may stay silent before the client gets 504. */
   proxyTimeoutMs: number;
   /**
@@ -193,6 +200,8 @@ export function readConfig(env: Env = process.env): Config {
     dbOutcomeTimeoutMs: readInteger(env, 'DB_OUTCOME_TIMEOUT_MS', 10_000, 0, 600_000),
     migrationTimeoutMs: readInteger(env, 'MIGRATION_TIMEOUT_MS', 3_600_000, 1000, 86_400_000),
     proxyTimeoutMs: readInteger(env, 'PROXY_TIMEOUT_MS', 30_000, 100, 600_000),
+    sharedCacheSeconds: readInteger(env, 'SHARED_CACHE_SECONDS', 86_400, 0, 31_536_000),
+    purgeUrls: readPurgeUrls(env.PURGE_URLS ?? ''),
     searchProcess,
   };
 }
@@ -233,6 +242,20 @@ function readUrls(raw: string): string[] {
     .split(/,(?=\s*postgres(?:ql)?:\/\/)/)
     .map((url) => url.trim())
     .filter(Boolean);
+}
+
+/** PURGE_URLS: http:// or https:// URLs separated by commas or spaces. */
+function readPurgeUrls(raw: string): string[] {
+  return readList(raw).map((url) => {
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(url);
+    } catch {}
+    if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+      throw new Error(`PURGE_URLS: "${url}" is not an http:// or https:// URL; e.g. http://127.0.0.1:6081/.`);
+    }
+    return parsed.href;
+  });
 }
 
 /** name=value pairs separated by commas or spaces; a name may hold colons (01XYZ_INST:MAIN=druck). */

@@ -33,6 +33,7 @@ import {
   readNonNegativeInteger,
   rejectInvalid,
   requireLogin,
+  touched,
 } from '../lib/page/index.ts';
 
 const pageSize = 50;
@@ -84,6 +85,7 @@ export async function POST(req: ScriptRequest): Promise<Outcome> {
           location: path,
           view: loanView,
         },
+        touched: touched.nothing(),
       };
     },
     (failure) => loanList(req, { uid, offset: 0, failure }),

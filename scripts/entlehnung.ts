@@ -11,6 +11,7 @@ import {
   mayReadLoans,
   readId,
   requireLogin,
+  touched,
 } from '../lib/page/index.ts';
 
 export { loanView as view } from '../lib/page/index.ts';
@@ -42,7 +43,7 @@ export async function DELETE(req: ScriptRequest): Promise<Outcome> {
     if (!(await giveBack(req.db, { accountId: uid, werkId: wid }))) {
       throw new HttpError(404, `The work ${wid} is not on loan to the user ${uid}; nothing was changed.`);
     }
-    return { then: `/entlehnte/${uid}` };
+    return { then: `/entlehnte/${uid}`, touched: touched.nothing() };
   });
 }
 

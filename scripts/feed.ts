@@ -1,7 +1,7 @@
 // The newest works as an Atom feed (RFC 4287): the site's at /feed, a person's at
 // /person/<slug>/feed (feed.php?slug=… or ?pid=…). Each entry is a work, newest first.
 import type { ApiFragment, Document, LinkFn, ScriptRequest, View } from '../lib/page/index.ts';
-import { readPersonKey, resolvePerson } from '../lib/page/index.ts';
+import { personKey, readPersonKey, resolvePerson, worksKey } from '../lib/page/index.ts';
 
 interface Entry {
   id: number;
@@ -46,6 +46,7 @@ export async function GET({ query, db }: ScriptRequest): Promise<Document<Feed>>
       path: '/feed',
       title: 'Newest works',
       data: { path: '/feed', page: '/', title: 'Portfolio: newest works', entries },
+      keys: [worksKey],
     };
   }
   const person = await resolvePerson(db, readPersonKey(query, 'feed.php'), { method: 'GET', rest: '/feed' });
@@ -59,6 +60,7 @@ export async function GET({ query, db }: ScriptRequest): Promise<Document<Feed>>
     path,
     title: `Works of ${name}`,
     data: { path, page: `/person/${person.slug}`, title: `Portfolio: works of ${name}`, entries },
+    keys: [personKey(person.id)],
   };
 }
 

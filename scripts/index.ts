@@ -1,6 +1,7 @@
 // The start page: / and index.php. Says what the site holds and links the person list,
 // the search and the newest works.
 import type { ApiFragment, Document, LinkFn, ScriptRequest, View } from '../lib/page/index.ts';
+import { personsKey, worksKey } from '../lib/page/index.ts';
 
 export interface StartPage {
   personen: number;
@@ -27,7 +28,7 @@ export async function GET({ db, remember }: ScriptRequest): Promise<Document<Sta
   ]);
   const data = { personen: counts?.personen ?? 0, werke: counts?.werke ?? 0, neueste };
   const description = `Persons and their works: ${data.personen} persons with ${data.werke} works, each in HTML, XML and JSON. Search names and titles, or see the newest works.`;
-  return { path: '/', title: 'Portfolio', description, data };
+  return { path: '/', title: 'Portfolio', description, data, keys: [personsKey, worksKey] };
 }
 
 function toJson(start: StartPage, link: LinkFn) {

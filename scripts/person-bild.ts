@@ -13,6 +13,7 @@ import {
   setPersonImage,
   showForm,
   storePicture,
+  touched,
 } from '../lib/page/index.ts';
 
 interface PicturePage extends FormPage {
@@ -60,6 +61,7 @@ export async function POST(req: ScriptRequest): Promise<Outcome> {
     return {
       then: path,
       document: { path, title: `${person.vorname} ${person.nachname}`, data: person, view: personView },
+      touched: touched.picture(person.id),
     };
   });
 }

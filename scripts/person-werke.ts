@@ -14,6 +14,7 @@ import {
   Redirect,
   rejectInvalid,
   resolvePerson,
+  touched,
 } from '../lib/page/index.ts';
 
 // What a POST answers is the new work.
@@ -40,6 +41,7 @@ export async function POST(req: ScriptRequest): Promise<Outcome> {
       return {
         then: path,
         document: { path, title: werk.titel, data: werk, status: 201, location: path },
+        touched: touched.werk(werk.id, person.id),
       };
     },
     async (failure) => {

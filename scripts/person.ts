@@ -19,11 +19,13 @@ import {
   formAgain,
   formDocument,
   keyPath,
+  personKey,
   personValues,
   readPerson,
   readPersonKey,
   rejectInvalid,
   resolvePerson,
+  touched,
   updatePerson,
 } from '../lib/page/index.ts';
 
@@ -44,7 +46,7 @@ export async function PUT(req: ScriptRequest): Promise<Outcome> {
       const { input, errors } = readPerson(body, { creating: false, site: req.link('') });
       rejectInvalid(errors, 'The person was not changed');
       const person = await updatePerson(req.db, { id: current.id, input, requester });
-      return { then: `/person/${person.slug}`, document: personDocument(person) };
+      return { then: `/person/${person.slug}`, document: personDocument(person), touched: touched.person(person.id) };
     },
     (failure) => showAgain(key, failure, Object.fromEntries(failure.fields)),
   );
@@ -58,7 +60,7 @@ export async function DELETE(req: ScriptRequest): Promise<Outcome> {
     async ({ requester }) => {
       const current = await resolvePerson(req.db, key, { method: 'DELETE' });
       await deletePerson(req.db, { id: current.id, requester });
-      return { then: '/personen' };
+      return { then: '/personen', touched: touched.person(current.id) };
     },
     async (failure) => {
       // The delete button sends no fields: the form shows the person as stored.
@@ -83,6 +85,7 @@ function personDocument(person: Person): Document<Person> {
     title: name,
     description: `${name} has ${count} in the portfolio${titles}.`,
     data: person,
+    keys: [personKey(person.id)],
   };
 }
 

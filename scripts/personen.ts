@@ -10,11 +10,13 @@ import {
   newPersonPage,
   pageLinks,
   pagingOf,
+  personsKey,
   personView,
   pictureIn,
   readNonNegativeInteger,
   readPerson,
   rejectInvalid,
+  touched,
 } from '../lib/page/index.ts';
 
 export interface PersonList {
@@ -78,6 +80,7 @@ export async function GET({ query, db, remember }: ScriptRequest): Promise<Docum
   return {
     path: pagePath(offset),
     title: offset === 0 ? 'Persons' : `Persons from ${offset + 1}`,
+    keys: [personsKey],
     description:
       (offset === 0 && total <= pageSize) || offset >= total
         ? `The ${total} persons of the portfolio by last name, each with the number of their works.`
@@ -114,6 +117,7 @@ export async function POST(req: ScriptRequest): Promise<Outcome> {
           location: `/person/${person.id}`,
           view: personView,
         },
+        touched: touched.newPerson(),
       };
     },
     (failure) =>

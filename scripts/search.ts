@@ -20,6 +20,7 @@ import {
   HttpError,
   pageLinks,
   pagingOf,
+  personsKey,
   readNonNegativeInteger,
   readSearchSettings,
   Redirect,
@@ -28,6 +29,7 @@ import {
   searchPathFrom,
   searchPathStart,
   searchViews,
+  worksKey,
 } from '../lib/page/index.ts';
 
 export { searchView as view } from '../lib/page/index.ts';
@@ -167,6 +169,8 @@ export async function GET(req: ScriptRequest): Promise<Document<SearchResult>> {
         ? 'Search the persons and works of the portfolio by name, title, description, type and year.'
         : `${result.total === 0 ? 'No' : `${result.exact ? '' : 'At least '}${result.total}`} ${result.total === 1 ? 'result' : 'results'} for ${result.described}.`,
     data: result,
+    // Persons and works as hits, facets and counts.
+    keys: [personsKey, worksKey],
     stylesheet: view.stylesheet,
     ...(paging ? { pages: paging } : {}),
   };

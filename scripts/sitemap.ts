@@ -4,7 +4,7 @@
 // persons or works of one range of 10,000 ids: a few MB, written whole, then compressed and kept
 // until the data changes as documents are (docs/interface.md, Feeds, sitemap and links).
 import type { ApiFragment, LinkFn, ScriptRequest } from '../lib/page/index.ts';
-import { HttpError, readNonNegativeInteger, Verbatim } from '../lib/page/index.ts';
+import { HttpError, personsKey, readNonNegativeInteger, Verbatim, worksKey } from '../lib/page/index.ts';
 
 /**
  * The ids a part covers: a fifth of the protocol's 50,000 addresses, so that making one costs
@@ -21,6 +21,9 @@ export const cacheable = true;
 
 type Kind = 'personen' | 'werke';
 
+/** Every part names persons and works, and their times of change. */
+const keys = [personsKey, worksKey];
+
 export async function GET({ query, db, link }: ScriptRequest): Promise<Verbatim> {
   const part = (['personen', 'werke'] as const).filter((kind) => query.has(kind));
   if (part.length > 1) throw new HttpError(400, 'A sitemap part is either personen=N or werke=N.');
@@ -33,7 +36,7 @@ export async function GET({ query, db, link }: ScriptRequest): Promise<Verbatim>
     const n = readNonNegativeInteger(query, kind, 0);
     if (n < 1 || (n - 1) * perFile >= Math.max(last[kind], 1))
       throw new HttpError(404, `There is no sitemap part ${kind}=${n}.`);
-    return new Verbatim(xmlType, await urlSet(db, link, [[kind, (n - 1) * perFile, n * perFile]]));
+    return new Verbatim(xmlType, await urlSet(db, link, [[kind, (n - 1) * perFile, n * perFile]]), keys);
   }
   // Ids are handed out one after the other: at most as many rows as the largest id.
   if (last.personen + last.werke <= perFile) {
@@ -43,9 +46,10 @@ export async function GET({ query, db, link }: ScriptRequest): Promise<Verbatim>
         ['personen', 0, last.personen],
         ['werke', 0, last.werke],
       ]),
+      keys,
     );
   }
-  return new Verbatim(xmlType, sitemapIndex(link, last));
+  return new Verbatim(xmlType, sitemapIndex(link, last), keys);
 }
 
 function sitemapIndex(link: LinkFn, last: Record<Kind, number>): string {

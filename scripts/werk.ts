@@ -8,11 +8,14 @@ import {
   findWerk,
   formAgain,
   formDocument,
+  personKey,
   readId,
   readWerk,
   rejectInvalid,
   resolveWerk,
+  touched,
   updateWerk,
+  werkKey,
   werkValues,
 } from '../lib/page/index.ts';
 
@@ -33,7 +36,7 @@ export async function PUT(req: ScriptRequest): Promise<Outcome> {
       const { input, errors } = readWerk(body);
       rejectInvalid(errors, 'The work was not changed');
       const werk = await updateWerk(req.db, { id, input, requester });
-      return { then: `/werk/${id}`, document: werkDocument(werk) };
+      return { then: `/werk/${id}`, document: werkDocument(werk), touched: touched.werk(id, werk.person.id) };
     },
     (failure) => showAgain(id, failure, Object.fromEntries(failure.fields)),
   );
@@ -45,9 +48,9 @@ export async function DELETE(req: ScriptRequest): Promise<Outcome> {
     req,
     { back: `/werk/${id}/bearbeiten`, bodyless: true },
     async ({ requester }) => {
-      await resolveWerk(req.db, id);
+      const werk = await resolveWerk(req.db, id);
       const slug = await deleteWerk(req.db, { id, requester });
-      return { then: `/person/${slug}` };
+      return { then: `/person/${slug}`, touched: touched.werk(id, werk.person.id) };
     },
     async (failure) => {
       const werk = await findWerk(req.db, id);
@@ -63,6 +66,7 @@ function werkDocument(werk: Werk): Document<Werk> {
     title: werk.titel,
     description: `${werk.titel}: ${by}.${werk.beschreibung ? ` ${werk.beschreibung}` : ''}`,
     data: werk,
+    keys: [werkKey(werk.id), personKey(werk.person.id)],
   };
 }
 

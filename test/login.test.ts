@@ -561,7 +561,7 @@ describe('Basic credentials and public documents', () => {
         });
         assert.equal(res.headers['set-cookie'], undefined, page);
         if (res.status === 200 && !page.startsWith('/img'))
-          assert.equal(res.headers['cache-control'], 'public, no-cache', page);
+          assert.equal(res.headers['cache-control'], 'public, max-age=0, s-maxage=86400', page);
       }
     }
     assert.deepEqual(await seen(), snapshot, 'no session was touched or deleted');

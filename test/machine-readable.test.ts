@@ -199,7 +199,7 @@ describe('sitemap and robots.txt', () => {
       assert.match(etag, /^"[A-Za-z0-9_-]{27}"$/);
       assert.deepEqual(
         [first.headers['cache-control'], first.headers['content-length']],
-        ['public, no-cache', String(first.body.length)],
+        ['public, max-age=0, s-maxage=86400', String(first.body.length)],
       );
       const again = await rawBytes(server.origin, path, { headers: { 'if-none-match': etag } });
       assert.deepEqual([again.status, again.headers.etag, again.body.length], [304, etag, 0]);

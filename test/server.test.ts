@@ -237,7 +237,7 @@ describe('headers and methods', () => {
   });
 
   test('public documents are cacheable for a short while with revalidation', async () => {
-    assert.equal((await get('/personen')).headers.get('cache-control'), 'public, no-cache');
+    assert.equal((await get('/personen')).headers.get('cache-control'), 'public, max-age=0, s-maxage=86400');
   });
 
   test('no public GET carries Set-Cookie', async () => {

@@ -33,7 +33,7 @@ test('a public document is the same bytes and ETag with and without a login, and
       })),
     );
     assert.equal(answers[0]?.status, 200, path);
-    assert.equal(answers[0]?.cacheControl, 'public, no-cache', path);
+    assert.equal(answers[0]?.cacheControl, 'public, max-age=0, s-maxage=86400', path);
     assert.equal(answers[0]?.setCookie, null, path);
     assert.match(answers[0]?.etag ?? '', /^"/, path);
     assert.deepEqual(answers[1], answers[0], path);

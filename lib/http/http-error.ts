@@ -79,5 +79,7 @@ export class Verbatim {
   constructor(
     readonly type: string,
     readonly text: string,
+    /** The surrogate keys of what the text shows, as a document's keys. */
+    readonly keys: string[] = [],
   ) {}
 }

@@ -42,3 +42,4 @@ export { basePathOf, locate, readTarget } from './target.ts';
 export type { Client, Trust } from './forwarded.ts';
 export { addressGroup, compileTrust } from './forwarded.ts';
 export type { XmlElement } from './xml-body.ts';
+export { Purger } from './purge.ts';

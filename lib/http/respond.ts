@@ -56,7 +56,9 @@ export function matchesEtag(header: string | undefined, etag: string): boolean {
 /** A 304 carries the validators and caching headers only (RFC 9110 section 15.4.5). */
 export function notModifiedHeaders(headers: Record<string, string>): Record<string, string> {
   const kept: Record<string, string> = {};
-  for (const name of ['etag', 'cache-control', 'vary']) if (headers[name] !== undefined) kept[name] = headers[name];
+  // A cache that revalidates keeps the stored document's keys and version up to date.
+  for (const name of ['etag', 'cache-control', 'vary', 'xkey', 'surrogate-key', 'x-data-version'])
+    if (headers[name] !== undefined) kept[name] = headers[name];
   return kept;
 }
 

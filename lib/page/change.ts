@@ -59,6 +59,8 @@ interface Changed {
   then: string;
   /** The changed resource (200, or 201 with status and location), or none: 204. */
   document?: Document;
+  /** The surrogate keys of the public documents it changed (cache-keys.ts, touched), purged once it has committed. */
+  touched: string[];
 }
 
 type FormAgain = (failure: Failure) => Document | Promise<Document>;
@@ -92,9 +94,11 @@ export async function change(
     const body = options.bodyless && !hasBody(req.headers) ? null : await req.body(['form', 'json', 'xml']);
     await beginChange(req, requester, body);
     // A refusal of the change itself (not yours, librarians only) offers to log in as someone who may.
-    const { then, document } = await run({ requester, body: body as Body }).catch((err: unknown) => {
+    const { then, document, touched } = await run({ requester, body: body as Body }).catch((err: unknown) => {
       throw withLogin(err, options.back);
     });
+    // Before the answer: whoever reads the page next, through any cache, sees the change.
+    await req.purge(touched);
     if (body?.type === 'form') throw new Redirect(then, 303);
     return document ? { ...document, private: true } : new NoContent();
   } catch (err) {
@@ -124,9 +128,10 @@ export async function changeWithUpload(
       );
     }
     await checkToken(req, requester, upload.form ? upload.fields : null);
-    const { then, document } = await run({ requester, upload }).catch((err: unknown) => {
+    const { then, document, touched } = await run({ requester, upload }).catch((err: unknown) => {
       throw withLogin(err, options.back);
     });
+    await req.purge(touched);
     if (req.format === 'html') throw new Redirect(then, 303);
     return document ? { ...document, private: true } : new NoContent();
   } finally {

@@ -7,6 +7,7 @@ export { findAccount } from '../auth/index.ts';
 export type { Db, Queryable } from '../db/index.ts';
 export type { FieldError, Format } from '../http/index.ts';
 export { clip, controlCharacters, HttpError, NoContent, Redirect, Verbatim } from '../http/index.ts';
+export { allKey, personKey, personsKey, touched, werkKey, worksKey } from './cache-keys.ts';
 export { admitChange, change, changeWithUpload, librariansOnly, mayChangePerson, notYours } from './change.ts';
 export type { Failure, FormField, FormPage } from './form.ts';
 export { formAgain, formDocument, freshForm, showForm } from './form.ts';

@@ -50,6 +50,12 @@ export interface ScriptRequest {
   upload(): Promise<Upload>;
   /** Where uploaded pictures are kept, and their pixel limit (lib/page/picture.ts). */
   pictures: PictureOptions;
+  /**
+   * Tells the caches in front (PURGE_URLS) to drop the documents with these surrogate keys, after
+   * a change has committed; resolves once each cache has answered or its first try failed (then
+   * it is tried again in the background). change() calls it with what a change touched.
+   */
+  purge(keys: string[]): Promise<void>;
 }
 
 /** A document a script returns: its canonical rewritten path, title and plain data. */
@@ -64,6 +70,11 @@ export interface Document<T = unknown> {
   stylesheet?: string;
   /** A per-user document: Cache-Control private, no-store; public documents leave it out. */
   private?: boolean;
+  /**
+   * The surrogate keys of what a public document shows, for a cache in front (cache-keys.ts):
+   * personKey(3) for a page that shows the person 3, personsKey for a list of persons.
+   */
+  keys?: string[];
   /** The status, 200 when absent: a form shown again after a failed POST may say 403 or 422. */
   status?: number;
   /** For 201: the new resource's site path, sent as Location. */

@@ -20,6 +20,7 @@ import {
   sendEmpty,
 } from '../http/index.ts';
 import type { Document } from '../page/index.ts';
+import { allKey } from '../page/index.ts';
 
 /** A script's answer: a redirect, 204, or its document (or Verbatim text) rendered to bytes. */
 export type Produced = Redirect | NoContent | Rendered;
@@ -37,6 +38,10 @@ interface Rendered {
    * beside it. Without it the body is compressed here, for each request that asks.
    */
   compressed?: (encoding: Encoding) => Promise<Buffer>;
+  /** The surrogate keys of Verbatim text (a document has its own). */
+  keys?: string[];
+  /** With caches in front to purge: the data version the answer was read at (X-Data-Version). */
+  version?: bigint | null;
 }
 
 interface Answer {
@@ -46,10 +51,18 @@ interface Answer {
   personal: boolean;
   /** The media type when it is not the format's own (ScriptModule.only). */
   type?: string;
+  /** Seconds a shared cache may keep a public document (config sharedCacheSeconds); 0: none. */
+  sharedSeconds: number;
 }
 
-// Revalidated on every use (a 304 by ETag), so an edit shows at once, also to its author.
-const publicCacheControl = 'public, no-cache';
+/**
+ * A public document: browsers revalidate it on every use (a 304 by ETag), so an edit shows at
+ * once, also to its author; a shared cache in front keeps it for sharedSeconds, until a change
+ * purges it by its keys (docs/operations.md, An edge cache).
+ */
+function publicCacheControl(sharedSeconds: number): string {
+  return sharedSeconds > 0 ? `public, max-age=0, s-maxage=${sharedSeconds}` : 'public, no-cache';
+}
 // Pages that read the session differ per requester: never stored, never revalidated by ETag.
 const privateCacheControl = 'private, no-store';
 
@@ -68,12 +81,21 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
   // Documents are HTML, XML and JSON, Verbatim answers text: all worth compressing from 1 KB.
   const compressible = produced.body.length >= minCompressBytes;
   const encoding = compressible ? chooseEncoding(ex.req.headers['accept-encoding']) : null;
+  // Shared only when it is the same for everyone: not per user, and with no cookie of its own.
+  const shared = !doc?.private && !answer.personal && !ex.res.hasHeader('set-cookie');
   const headers: Record<string, string> = {
     'content-type': produced.type ?? answer.type ?? mediaTypes[format],
     // Each encoding is a representation of its own, with its own ETag.
     etag: encoding ? encodedEtag(produced.etag, encoding) : produced.etag,
-    'cache-control': doc?.private ? privateCacheControl : publicCacheControl,
+    'cache-control': shared ? publicCacheControl(answer.sharedSeconds) : privateCacheControl,
   };
+  if (shared) {
+    // The keys as Varnish's xkey module and the CDNs that read Surrogate-Key take them: space-separated.
+    const keys = [allKey, ...(doc?.keys ?? produced.keys ?? [])].join(' ');
+    headers.xkey = keys;
+    headers['surrogate-key'] = keys;
+    if (produced.version != null) headers['x-data-version'] = produced.version.toString();
+  }
   if (doc) {
     // The canonical URL first, then the alternates, then the pages, as many as fit (all but on a long search).
     const link = linkHeader([
@@ -92,7 +114,6 @@ export function respond(ex: Exchange, produced: Produced, answer: Answer): void 
   if (doc?.location) headers.location = locationHeader(target.link(doc.location));
   const method = ex.req.method;
   if (answer.personal) {
-    headers['cache-control'] = privateCacheControl;
     delete headers.etag;
   } else if (
     (method === 'GET' || method === 'HEAD') &&

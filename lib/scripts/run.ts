@@ -14,6 +14,7 @@ import {
   compressBody,
   etagOf,
   NoContent,
+  Purger,
   readQuery,
   readUpload,
   Redirect,
@@ -21,7 +22,7 @@ import {
 } from '../http/index.ts';
 import type { Logs } from '../log/index.ts';
 import type { Outcome, PictureOptions, ScriptModule, ScriptRequest } from '../page/index.ts';
-import { PictureQueue } from '../page/index.ts';
+import { allKey, PictureQueue } from '../page/index.ts';
 import type { Produced, Templates } from '../render/index.ts';
 import { renderDocument, summaryOf } from '../render/index.ts';
 import type { RequestSearch, SearchEngine, SearchStats } from '../search/index.ts';
@@ -87,6 +88,9 @@ export class ScriptRunner {
   /** Where pictures go, and one queue per process for their conversions. */
   private readonly pictures: PictureOptions;
 
+  /** The caches in front that a change tells what it touched (PURGE_URLS). */
+  private readonly purger: Purger;
+
   constructor(private readonly parts: RunnerParts) {
     const { config, db, logs } = parts;
     this.searcher = config.searchProcess
@@ -102,6 +106,10 @@ export class ScriptRunner {
       maxBytes: config.pictureMaxBytes,
       queue: new PictureQueue({ running: config.pictureConcurrency, waiting: config.pictureQueue }),
     };
+    this.purger = new Purger(config.purgeUrls, {
+      allKey,
+      onFailure: (message) => logs.error(message, { level: 'warn', collapse: true }),
+    });
   }
 
   /** Reads the word index in the background; resolves once it is read (searches are 503 until then). */
@@ -111,6 +119,7 @@ export class ScriptRunner {
 
   /** Stops the search (which writes its snapshot first, when it keeps the index here). */
   close(): Promise<void> {
+    this.purger.close();
     return this.searcher.close();
   }
 
@@ -184,6 +193,7 @@ export class ScriptRunner {
       body: run.body,
       upload: () => readUpload(ex.req, { dir: config.picturesDir, maxBytes: config.pictureMaxBytes }),
       pictures: this.pictures,
+      purge: (keys) => this.purge(keys),
     };
     const produce = async (): Promise<Produced> => {
       let outcome;
@@ -203,7 +213,7 @@ export class ScriptRunner {
       if (outcome instanceof Redirect || outcome instanceof NoContent) return outcome;
       if (outcome instanceof Verbatim) {
         const body = Buffer.from(outcome.text);
-        return { doc: null, type: outcome.type, alternates: [], body, etag: etagOf(body) };
+        return { doc: null, type: outcome.type, keys: outcome.keys, alternates: [], body, etag: etagOf(body) };
       }
       const alternates = alternatesOf(outcome.path, run.available, target.link);
       const text = renderDocument({
@@ -229,7 +239,15 @@ export class ScriptRunner {
       const body = Buffer.from(text);
       return { doc: { ...outcome, data: null }, alternates, body, etag: etagOf(body) };
     };
-    if (!cacheable) return produce();
+    // With caches in front to purge, a public answer names the data version it was read at, read
+    // before the script reads anything: a cache refuses one older than its last purge, which may
+    // have been rendered before the change and arrive after the purge (lib/http/purge.ts).
+    const shared = this.purger.enabled && safe;
+    if (!cacheable) {
+      if (!shared) return produce();
+      const at = await currentVersion();
+      return withVersion(await produce(), at);
+    }
     // The origin is one of a few (lib/http/target.ts): a Host cannot make new keys.
     const key = `${name}\u0000${format}\u0000${target.link('')}\u0000${run.query}`;
     const at = await currentVersion();
@@ -242,7 +260,20 @@ export class ScriptRunner {
     // Its compressed bytes are kept beside it, once per encoding, within the same budget.
     const compressed = (encoding: Encoding) =>
       documents.get(at, `${key}\u0000${encoding}`, async () => compressBody(produced.body, encoding), keepable);
-    return { ...produced, compressed };
+    return { ...produced, compressed, version: shared ? at : null };
+  }
+
+  /**
+   * Purges keys at the caches in front, after a change has committed, with the primary's data
+   * version from after it; a version that cannot be read (the primary just failed) leaves the
+   * caches' guard where it was, and the keys are purged all the same.
+   */
+  private async purge(keys: string[]): Promise<void> {
+    if (!this.purger.enabled || keys.length === 0) return;
+    const version = await this.keptOn(this.parts.db)
+      .version.current()
+      .catch(() => 0n);
+    await this.purger.purge(keys, version);
   }
 
   private keptOn(server: Db): Kept {
@@ -300,6 +331,11 @@ function weighResult(value: unknown): number {
 /** A kept document or compressed body weighs its bytes, and 1 KB for its key and the objects around them. */
 function weighKept(value: Produced | Buffer): number {
   return 1024 + (Buffer.isBuffer(value) ? value.length : 'body' in value ? value.body.length : 0);
+}
+
+/** A rendered answer with the data version it was read at. */
+function withVersion(produced: Produced, version: bigint | null): Produced {
+  return 'body' in produced ? { ...produced, version } : produced;
 }
 
 function refusingSession(refuse: () => never): ScriptRequest['session'] {

@@ -23,7 +23,7 @@ describe('conditional requests', () => {
     assert.equal(again.status, 304);
     assert.deepEqual(
       [again.headers.get('etag'), again.headers.get('cache-control'), again.headers.get('vary')],
-      [etag, 'public, no-cache', 'Accept'],
+      [etag, 'public, max-age=0, s-maxage=86400', 'Accept'],
     );
     assert.deepEqual(
       [again.headers.get('content-type'), again.headers.get('content-length'), again.headers.get('link')],

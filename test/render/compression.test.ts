@@ -74,7 +74,8 @@ describe('compressed documents', () => {
 async function respondWith(next: () => Parameters<typeof respond>[1], format: 'json' | 'html') {
   const target = { suffix: format, link: (p: string) => `http://127.0.0.1${p}`, basePath: '' } as unknown as Target;
   const server = http.createServer(
-    (req, res) => void respond(createExchange(req, res, null), next(), { format, target, personal: false }),
+    (req, res) =>
+      void respond(createExchange(req, res, null), next(), { format, target, personal: false, sharedSeconds: 0 }),
   );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
