@@ -4,7 +4,7 @@ vcl 4.1;
 # everything private, and every change, goes to the instances (docs/operations.md, An edge cache).
 # Topology: nginx or HAProxy (TLS) -> Varnish (here :6081) -> the instances. The instances run
 # with PURGE_URLS=http://<this Varnish>:6081/ and TRUSTED_PROXIES=<this Varnish's address>.
-# Change the instances' addresses in the two places marked "Instances".
+# Change the instances' addresses in the three places marked "Instances".
 
 import std;
 import directors;
