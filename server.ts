@@ -42,7 +42,7 @@ import {
 import type { AccessEntry } from './lib/log/index.ts';
 import { Logs } from './lib/log/index.ts';
 import { clusterMetrics, foldMetrics, Metrics, Probes } from './lib/ops/index.ts';
-import { admitChange } from './lib/page/index.ts';
+import { admitChange, pictureSource } from './lib/page/index.ts';
 import { formatsOf, problemOf, renderProblem, respond, Templates } from './lib/render/index.ts';
 import { loadRules, rewriteRequest } from './lib/rewrite/index.ts';
 import { scriptOf } from './lib/script-name.ts';
@@ -70,9 +70,6 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const logError: App['logError'] = (message, level = 'error') => logs.error(message, { level });
   const reload = !config.production;
   const templates = new Templates(config.templatesDir, { reload });
-  const files = new StaticFiles(config.publicDir, {
-    mounts: [{ prefix: picturesPath, dir: config.picturesDir, immutable: true }],
-  });
   // Checked before the first request: a missing scripts folder, a bad rewrite table, database or
   // migration stops the start, and the error log says why, where an operator looks first.
   const { scripts, rules, db } = await prepare(config, { db: options.db, logError }).catch(async (err: unknown) => {
@@ -83,6 +80,10 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
   const auth = await Auth.open(db, config, logs);
   const replicas = openReplicas(config, db, { onWarning: (message) => logError(message, 'warn') });
   await replicas?.start();
+  // The pictures are in the database; the folder keeps a copy of each one served.
+  const files = new StaticFiles(config.publicDir, {
+    mounts: [{ prefix: picturesPath, dir: config.picturesDir, immutable: true, fetch: pictureSource(db, replicas) }],
+  });
   const runner = new ScriptRunner({
     config,
     db,

@@ -55,7 +55,7 @@ export async function POST(req: ScriptRequest): Promise<Outcome> {
     // Checked before the picture is processed; setPersonImage checks again on the locked row.
     if (!(await mayChangePerson(req.db, requester, current.id)))
       throw notYours(`${current.vorname} ${current.nachname}`);
-    const image = await storePicture(upload, req.pictures);
+    const image = await storePicture(req.db, upload, req.pictures);
     const person = await setPersonImage(req.db, { id: current.id, image, requester });
     const path = `/person/${person.slug}`;
     return {

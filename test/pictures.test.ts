@@ -1,7 +1,8 @@
 // Person pictures: the person themself and librarians upload a JPEG, PNG or WebP (a form with the
-// CSRF token, or the picture's bytes with Basic credentials); it is stored under a content-hash
-// name in 160 and 480 pixels, served immutable, and all three representations point at it. Bad
-// input is a 4xx problem with nothing stored, and an upload cut off leaves no file behind.
+// CSRF token, or the picture's bytes with Basic credentials); it is stored in the database under a
+// content-hash name in 160 and 480 pixels, served immutable (the folder keeping a copy of each
+// served), and all three representations point at it. Bad input is a 4xx problem with nothing
+// stored, and an upload cut off leaves no file behind.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -20,6 +21,9 @@ describe('person pictures', () => {
   let png: Buffer;
   let jpeg: Buffer;
   const files = () => readdirSync(dir).sort();
+  /** The names of the pictures in the database. */
+  const pictures = async () =>
+    (await server.db.query<{ name: string }>('SELECT name FROM picture ORDER BY name')).map((r) => r.name);
 
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-bilder-'));
@@ -69,8 +73,9 @@ describe('person pictures', () => {
     const res = await sendForm('max-muster', { bytes: png, type: 'image/png', name: 'ich.png' }, { cookie });
     assert.equal(res.status, 303, await res.clone().text());
     assert.equal(res.headers.get('location'), `${server.origin}/person/max-muster`);
-    const names = files();
+    const names = await pictures();
     assert.equal(names.length, 2, names.join(' '));
+    assert.deepEqual(files(), [], 'the folder holds only copies of pictures served');
     assert.match(names[0] as string, /^[0-9a-f]{32}-160\.webp$/);
     const hash = (names[0] as string).slice(0, 32);
     assert.deepEqual(names, [`${hash}-160.webp`, `${hash}-480.webp`]);
@@ -93,6 +98,21 @@ describe('person pictures', () => {
       assert.equal(picture.headers.get('cache-control'), 'public, max-age=31536000, immutable');
       const meta = await sharp(Buffer.from(await picture.arrayBuffer())).metadata();
       assert.deepEqual([meta.format, meta.width, meta.height], ['webp', width, width]);
+    }
+    assert.deepEqual(files(), names, 'a copy of each picture served');
+    // A copy that is gone (another machine, a cleared folder) comes from the database again, the same.
+    rmSync(path.join(dir, names[1] as string));
+    const again = await fetch(`${server.origin}/bilder/${names[1]}`);
+    assert.equal(again.status, 200);
+    assert.deepEqual(files(), names);
+  });
+
+  test('a picture address that names no picture is 404, kept by no cache', async () => {
+    for (const name of ['0123456789abcdef0123456789abcdef-480.webp', 'nichts.webp', '..%2Fsecret.webp', 'a/b.webp']) {
+      const res = await fetch(`${server.origin}/bilder/${name}`);
+      await res.arrayBuffer();
+      assert.equal(res.status, 404, name);
+      assert.equal(res.headers.get('cache-control'), 'no-store', name);
     }
   });
 
@@ -120,11 +140,11 @@ describe('person pictures', () => {
     let row: Record<string, unknown> | null;
     before(async () => {
       cookie = await logInAs(server.origin, 'mmuster');
-      stored = files();
+      stored = [...(await pictures()), ...files()];
       row = await personRow(server.db, 1);
     });
     const unchanged = async () => {
-      assert.deepEqual(files(), stored);
+      assert.deepEqual([...(await pictures()), ...files()], stored);
       assert.deepEqual(await personRow(server.db, 1), row);
     };
     const problem = async (res: Response, status: number, message: RegExp) => {

@@ -4,7 +4,8 @@
 // Last-Modified, ETag and conditional requests; text files are sent compressed when the client
 // accepts it, their compressed bytes kept beside the file's size and time.
 import { createReadStream } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import mime from 'mime-types';
 import send from 'send';
@@ -20,6 +21,16 @@ export interface Mount {
   dir: string;
   /** Every name in it is a content hash: cached for a year, never revalidated. */
   immutable: boolean;
+  /**
+   * Where a file missing from the folder comes from (the pictures in the database): its bytes
+   * and when they were stored, or null for none. The folder then keeps a copy, with that time.
+   */
+  fetch?: (name: string) => Promise<Fetched | null>;
+}
+
+interface Fetched {
+  bytes: Buffer;
+  stored: Date;
 }
 
 /** Where the uploaded pictures are served (lib/page/picture.ts). */
@@ -59,7 +70,13 @@ export class StaticFiles {
     if (!type) return false;
     const file = path.join(mount.dir, relative);
     if (!file.startsWith(mount.dir + path.sep)) return false;
-    const info = await stat(file).catch(() => null);
+    let info = await stat(file).catch(() => null);
+    if (!info && mount.fetch) {
+      const fetched = await mount.fetch(path.basename(relative));
+      if (!fetched) return false;
+      if (!(await keepCopy(file, fetched))) return (sendFetched(ex, type, fetched), true);
+      info = await stat(file).catch(() => null);
+    }
     if (!info?.isFile()) return false;
     const compressible = isCompressible(type) && info.size >= minCompressBytes;
     // The same ETag send would make from size and time, strong so that If-Range can use it.
@@ -112,6 +129,39 @@ export class StaticFiles {
     }
     return body;
   }
+}
+
+/**
+ * Writes a fetched file into its folder under a temporary name and renames it, so that a request
+ * never streams half a file; its time is when it was stored, so that every instance's copy has
+ * the same ETag. False when the folder cannot be written (the file is then sent from memory).
+ */
+async function keepCopy(file: string, fetched: Fetched): Promise<boolean> {
+  const temporary = `${path.dirname(file)}/.fetch-${randomBytes(6).toString('hex')}`;
+  try {
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(temporary, fetched.bytes);
+    await utimes(temporary, fetched.stored, fetched.stored);
+    await rename(temporary, file);
+    return true;
+  } catch {
+    await rm(temporary, { force: true });
+    return false;
+  }
+}
+
+/** A fetched file that could not be kept, sent from memory with the headers it would have had. */
+function sendFetched(ex: Exchange, type: string, fetched: Fetched): void {
+  const etag = `"${fetched.bytes.length.toString(16)}-${Math.floor(fetched.stored.getTime()).toString(16)}"`;
+  const headers = {
+    'content-type': type,
+    etag,
+    'last-modified': fetched.stored.toUTCString(),
+    'cache-control': immutable,
+  };
+  if (matchesEtag(ex.req.headers['if-none-match'], etag))
+    return sendEmpty(ex, 304, pick(headers, ['etag', 'cache-control', 'last-modified']));
+  sendBody(ex, 200, headers, fetched.bytes);
 }
 
 /** The media type of a name: the mime-types table, JSON only as a schema of /schema/, XML in UTF-8. */

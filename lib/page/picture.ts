@@ -1,19 +1,19 @@
 // A person's picture as uploaded: checked to be a JPEG, PNG or WebP by its first bytes, by its
 // structure (picture-bytes.ts) and by sharp reading its header, refused beyond the pixel limit
 // before any pixel is decoded, then cut square and scaled with sharp into the sizes the pages
-// show, as WebP under a name made of the upload's SHA-256, so the files never change and are
+// show, as WebP under a name made of the upload's SHA-256, so the pictures never change and are
 // served as immutable; conversions take turns (picture-queue.ts; docs/operations.md, Pictures).
-// Nothing is kept of a refused upload, nor of the original.
-import { randomBytes } from 'node:crypto';
-import { open, readFile, rename, rm, stat } from 'node:fs/promises';
-import path from 'node:path';
+// They are kept in the database (sql/013), which every instance reads; nothing is kept of a
+// refused upload, nor of the original.
+import { open, readFile } from 'node:fs/promises';
+import type { Db, Queryable, Replicas } from '../db/index.ts';
 import type { Upload, UploadedFile } from '../http/index.ts';
 import { HttpError, picturesPath } from '../http/index.ts';
 import { bytesToDecode } from './picture-bytes.ts';
 import type { PictureQueue } from './picture-queue.ts';
 
 export interface PictureOptions {
-  /** The folder the pictures are kept in (config picturesDir). */
+  /** The folder uploads are written to as they arrive, and copies of the pictures served (config picturesDir). */
   dir: string;
   /** Width times height, at most. */
   maxPixels: number;
@@ -69,8 +69,48 @@ function formatOf(head: Buffer): Format | null {
 
 const notAPicture = 'The file is not a JPEG, PNG or WebP picture; choose one of those.';
 
+/** A picture's name: its hash and width, as served under /bilder/. */
+const pictureName = /^[0-9a-f]{32}-[0-9]+\.webp$/;
+
+/**
+ * A stored picture's bytes and when it was stored; null for a name that is none (checked before
+ * the database is asked) or that no picture has (one look-up of the primary key).
+ */
+export async function readPicture(db: Queryable, name: string): Promise<{ bytes: Buffer; stored: Date } | null> {
+  if (!pictureName.test(name)) return null;
+  const [row] = await db.query<{ bytes: Uint8Array; stored: Date | string }>(
+    'SELECT bytes, created_at AS stored FROM picture WHERE name = $1',
+    [name],
+    { name: 'picture-by-name' },
+  );
+  if (!row) return null;
+  return {
+    bytes: Buffer.from(row.bytes.buffer, row.bytes.byteOffset, row.bytes.byteLength),
+    stored: new Date(row.stored),
+  };
+}
+
+/**
+ * Where /bilder/ finds a picture that is not in the folder yet: a replica when there are any,
+ * else, or when the replica has not replayed it yet (it was uploaded a moment ago) or fails, the
+ * primary. A name that is none is not looked up at all.
+ */
+export function pictureSource(primary: Db, replicas: Replicas | null) {
+  return async (name: string): Promise<{ bytes: Buffer; stored: Date } | null> => {
+    if (!pictureName.test(name)) return null;
+    if (replicas) {
+      const route = await replicas.route(0n);
+      if (route.server !== primary) {
+        const found = await readPicture(route.db, name).catch(() => null);
+        if (found) return found;
+      }
+    }
+    return readPicture(primary, name);
+  };
+}
+
 /** Stores the uploaded picture in every width; returns the site path of the large one, for the person's image. */
-export async function storePicture(upload: Upload, options: PictureOptions): Promise<string> {
+export async function storePicture(db: Db, upload: Upload, options: PictureOptions): Promise<string> {
   const file = upload.file;
   if (!file || file.bytes === 0)
     throw new HttpError(422, 'No picture came with the request: choose a JPEG, PNG or WebP file.', {
@@ -79,10 +119,16 @@ export async function storePicture(upload: Upload, options: PictureOptions): Pro
   const format = formatOf(await readHead(file.path));
   if (!format) throw new HttpError(415, notAPicture);
   const sharp = await loadSharp();
-  return options.queue.run(() => convert(sharp, file, format, options));
+  return options.queue.run(() => convert(db, sharp, file, format, options));
 }
 
-async function convert(sharp: Sharp, file: UploadedFile, format: Format, options: PictureOptions): Promise<string> {
+async function convert(
+  db: Db,
+  sharp: Sharp,
+  file: UploadedFile,
+  format: Format,
+  options: PictureOptions,
+): Promise<string> {
   // Read whole (PICTURE_MAX_BYTES at most, by the few conversions that run at once), walked, and decoded from memory.
   const bytes = bytesToDecode(format, await readFile(file.path));
   const unreadable = () =>
@@ -102,32 +148,33 @@ async function convert(sharp: Sharp, file: UploadedFile, format: Format, options
     );
   }
   const name = file.sha256.slice(0, 32);
-  const made: string[] = [];
-  // Two uploads of the same picture at once each write their own temporary files; the rename is atomic.
-  const suffix = randomBytes(6).toString('hex');
-  const temporary = (width: number) => path.join(options.dir, `.resize-${name}-${width}-${suffix}`);
+  const names = pictureWidths.map((width) => `${name}-${width}.webp`);
+  // The same bytes were uploaded before (by anyone): the pictures are there already.
+  const stored = await db.query<{ name: string }>('SELECT name FROM picture WHERE name = ANY($1)', [names]);
+  const have = new Set(stored.map((row) => row.name));
+  const made: [string, Buffer][] = [];
   try {
     for (const width of pictureWidths) {
-      const target = path.join(options.dir, `${name}-${width}.webp`);
-      // The same bytes were uploaded before (by anyone): the files are there already.
-      if (
-        await stat(target).then(
-          () => true,
-          () => false,
-        )
-      )
-        continue;
-      await input().autoOrient().resize(width, width, { fit: 'cover' }).webp({ quality: 80 }).toFile(temporary(width));
-      await rename(temporary(width), target);
-      made.push(target);
+      const named = `${name}-${width}.webp`;
+      if (have.has(named)) continue;
+      made.push([
+        named,
+        await input().autoOrient().resize(width, width, { fit: 'cover' }).webp({ quality: 80 }).toBuffer(),
+      ]);
     }
   } catch (err) {
-    await Promise.all([...made, ...pictureWidths.map(temporary)].map((f) => rm(f, { force: true })));
-    // sharp's errors (a truncated or corrupt picture, the pixel limit) carry no code; the file system's (ENOSPC …) do, and stay a 500.
+    // sharp's errors (a truncated or corrupt picture, the pixel limit) carry no code.
     if (err instanceof Error && (err as NodeJS.ErrnoException).code === undefined) {
       throw new HttpError(422, `The picture cannot be decoded: ${err.message.slice(0, 200)}.`);
     }
     throw err;
+  }
+  if (made.length > 0) {
+    // Two uploads of the same picture at once store it once.
+    const rows = made.map((_, i) => `($${2 * i + 1}, $${2 * i + 2})`).join(', ');
+    await db.transaction((tx) =>
+      tx.query(`INSERT INTO picture (name, bytes) VALUES ${rows} ON CONFLICT (name) DO NOTHING`, made.flat()),
+    );
   }
   return `${picturesPath}${name}-${pictureWidths[pictureWidths.length - 1]}.webp`;
 }

@@ -14,10 +14,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
+import sharp from 'sharp';
 import { asUser, werkBody } from '../change-helpers.ts';
 import type { TestDb } from '../helpers.ts';
 import { backend, missingTool, openTestDb, root } from '../helpers.ts';
-import { logInAs } from '../login-helpers.ts';
+import { basic, demo, logInAs } from '../login-helpers.ts';
 import type { Program } from '../program.ts';
 import { startProgram } from '../program.ts';
 import { canConnect, edit, freePort } from './front.ts';
@@ -134,6 +135,8 @@ before(async () => {
       await startProgram({
         DATABASE_URL: db.url as string,
         PURGE_URLS: `${cache}/`,
+        // Each instance a folder of its own, as on two machines.
+        PICTURES_DIR: mkdtempSync(path.join(dir, 'bilder-')),
         ALLOWED_HOSTS: `127.0.0.1,127.0.0.1:${varnishPort}`,
       }),
     );
@@ -248,6 +251,44 @@ describe('behind Varnish with the kit', { skip }, () => {
     assert.notEqual(await early, 'Wächter 1', 'the early read was rendered before the change');
     assert.equal(await titleNow(), 'Wächter 1', 'the next read shows the change');
     assert.equal(await titleNow(), 'Wächter 1');
+  });
+
+  test('a picture uploaded through one instance is served by the other and through the cache', async () => {
+    const [a, b] = instances as [Program, Program];
+    const png = await sharp({ create: { width: 320, height: 200, channels: 3, background: '#447722' } })
+      .png()
+      .toBuffer();
+    const before = (await request(cache, '/person/max-muster.json')).body;
+    const res = await fetch(`${a.origin}/person/max-muster/bild`, {
+      method: 'POST',
+      body: png,
+      headers: {
+        authorization: basic('mmuster', demo.mmuster.password),
+        'content-type': 'image/png',
+        accept: 'application/json',
+      },
+    });
+    assert.equal(res.status, 200);
+    const image = new URL(((await res.json()) as { image: string }).image).pathname;
+    assert.match(image, /^\/bilder\/[0-9a-f]{32}-480\.webp$/);
+    // The person's page through the cache shows it at once: the change purged it.
+    assert.notEqual(before, (await request(cache, '/person/max-muster.json')).body);
+    assert.match((await request(cache, '/person/max-muster.json')).body, new RegExp(image.slice(8)));
+    const fromB = await fetch(b.origin + image);
+    assert.equal(fromB.status, 200);
+    const bytes = Buffer.from(await fromB.arrayBuffer());
+    const meta = await sharp(bytes).metadata();
+    assert.deepEqual([meta.format, meta.width], ['webp', 480]);
+    for (let i = 0; i < 3; i++) {
+      const cached = await fetch(cache + image);
+      assert.equal(cached.status, 200);
+      assert.equal(cached.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+      assert.ok(Buffer.from(await cached.arrayBuffer()).equals(bytes));
+    }
+    // The instances saw it twice: B's own request, and the cache's first.
+    const asked = () => instances.reduce((n, p) => n + p.readLog('access.log').split(image).length - 1, 0);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(asked(), 2, 'the cache answers the picture after the first time');
   });
 
   test(`${loadMs / 1000} s of reads and changes: every read shows the changes answered before it, the cache answers the repeated pages, nothing private is shared`, async (t) => {
