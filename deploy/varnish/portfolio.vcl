@@ -77,10 +77,11 @@ sub vcl_recv {
     if (req.url ~ "^/(css|img|js|bilder)/" || req.url ~ "^/favicon\.ico") {
         unset req.http.Cookie;
     }
-    # A document is looked up whatever cookies come with it: a public one does not depend on
-    # them and is the same for everyone; a private one (loan lists, forms, /me.json, the login)
-    # says so, is never stored, and its URL is passed to the instances with each client's own
-    # cookies from then on (hit-for-miss). The kit does not list the site's private URLs: the
+    # A document is looked up whatever cookies come with it, and asked for without them
+    # (vcl_backend_fetch): a public one does not depend on them and is the same for everyone. A
+    # private one (loan lists, forms, /me.json, the login) says so, and is asked for again with
+    # the client's cookies, never stored, and from then on its URL goes to the instances with each
+    # client's own cookies (hit-for-miss). The kit needs no list of the site's private URLs: the
     # rewrite table is the site's to change.
     #
     # Accept: one of the three representations, so that odd headers neither split the cache
@@ -94,7 +95,26 @@ sub vcl_recv {
     return (hash);
 }
 
+sub vcl_backend_fetch {
+    # Passed, or known to be private: the request as it came.
+    if (bereq.uncacheable) {
+        return (fetch);
+    }
+    # A miss: asked for without cookies, which are held for a second try should it be private.
+    if (bereq.retries == 0) {
+        var.set("cookie", bereq.http.Cookie);
+        unset bereq.http.Cookie;
+    } else if (var.get("cookie") != "") {
+        set bereq.http.Cookie = var.get("cookie");
+    }
+}
+
 sub vcl_backend_response {
+    # Private, or an error, for a request that came with cookies: asked again with them.
+    if (bereq.retries == 0 && !bereq.uncacheable && var.get("cookie") != "" &&
+        (beresp.http.Cache-Control ~ "(?i)private|no-store" || beresp.http.Set-Cookie)) {
+        return (retry);
+    }
     # A document read before the newest purge may show what that change replaced: delivered to
     # the clients that waited for it, kept by no one (and the next request fetches it again).
     if (beresp.http.xkey && std.integer(beresp.http.x-data-version, 0) < std.integer(var.global_get("purged-version"), 0)) {

@@ -36,6 +36,8 @@ let varnishPort = 0;
 let cache = '';
 const instances: Program[] = [];
 const relays: http.Server[] = [];
+/** What reached the instances through the relays: whether it carried a cookie, and how it was answered. */
+const relayed: { url: string; cookie: boolean; cacheControl: string }[] = [];
 
 /** Milliseconds the relays hold back an answer to a request whose address has slow=1 in it. */
 const holdMs = 1500;
@@ -50,6 +52,11 @@ async function relay(port: number): Promise<number> {
     const upstream = http.request(
       { host: '127.0.0.1', port, path: req.url, method: req.method, headers: req.headers },
       (answer) => {
+        relayed.push({
+          url: req.url ?? '',
+          cookie: req.headers.cookie !== undefined,
+          cacheControl: String(answer.headers['cache-control'] ?? ''),
+        });
         const pass = () => {
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);
@@ -85,6 +92,11 @@ async function poll(ok: () => Promise<boolean>, ms: number): Promise<boolean> {
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   return false;
+}
+
+/** Requests that reached an instance with cookies and were answered with a public document. */
+function cookiesForPublic(): string[] {
+  return relayed.filter((r) => r.cookie && r.cacheControl.startsWith('public')).map((r) => r.url);
 }
 
 interface Answer {
@@ -229,6 +241,11 @@ describe('behind Varnish with the kit', { skip }, () => {
     const me = await request(cache, '/me.json', { headers: { cookie } });
     assert.match(me.body, /mmuster/);
     assert.doesNotMatch((await request(cache, '/me.json')).body, /mmuster/);
+    assert.deepEqual(cookiesForPublic(), [], 'no public document was asked for with cookies');
+    assert.ok(
+      relayed.some((r) => r.cookie && r.url === '/entlehnte/2.json'),
+      'the private one was asked for with them',
+    );
   });
 
   test('a page rendered before a change that reaches the cache after its purge is not kept', async () => {
@@ -422,6 +439,7 @@ describe('behind Varnish with the kit', { skip }, () => {
     assert.deepEqual(failures.slice(0, 10), []);
     assert.deepEqual(stale.slice(0, 10), [], `${stale.length} stale reads`);
     assert.deepEqual(leaks.slice(0, 10), []);
+    assert.deepEqual(cookiesForPublic().slice(0, 10), []);
     assert.ok(changes >= 10, `${changes} changes`);
     assert.ok(acknowledged >= 10);
     assert.ok(ratio > 0.9, `hit ratio ${ratio}`);
