@@ -105,6 +105,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     countSessions: () => auth.countSessions(),
     replicas: replicas ? () => replicas.status() : undefined,
     search: () => runner.searchStats(),
+    purgesWaiting: () => runner.purgesWaiting(),
   });
   const probes = new Probes(config, db, metrics);
   let forwardingWarned = 0;
@@ -188,13 +189,8 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       requester,
     });
     // 9. Respond: redirect, 204, or the representation with its ETag, links and caching.
-    await respond(ex, produced, {
-      format,
-      target,
-      personal: requester.asked,
-      type: script.only?.type,
-      sharedSeconds: config.sharedCacheSeconds,
-    });
+    const answer = { format, target, personal: requester.asked, type: script.only?.type };
+    await respond(ex, produced, { ...answer, sharedSeconds: config.sharedCacheSeconds });
   }
 
   /** The one catch: an HttpError (or an outage) as a page or problem details, anything else 500. */

@@ -30,6 +30,8 @@ export interface MetricSources {
   logins: { failed: number; throttled: number; busy: number; left: number; checked: number };
   /** Password checks waiting for their turn (lib/auth/check-queue.ts). */
   checksWaiting: () => number;
+  /** Surrogate keys waiting for a cache in front that has not answered (lib/http/purge.ts). */
+  purgesWaiting?: () => number;
   countSessions: () => Promise<{ signedIn: number; anonymous: number }>;
   /** The replicas (DATABASE_REPLICA_URL) as this process sees them. */
   replicas?: () => { host: string; up: boolean; lagMs: number; reads: number }[];
@@ -233,6 +235,14 @@ export class Metrics {
       registers,
       collect() {
         this.set(sources.checksWaiting());
+      },
+    });
+    new Gauge({
+      name: 'portfolio_purge_keys_waiting',
+      help: 'Surrogate keys waiting to be purged at a cache in front (PURGE_URLS) that has not answered; tried again until it does.',
+      registers,
+      collect() {
+        this.set(sources.purgesWaiting?.() ?? 0);
       },
     });
     new Counter({

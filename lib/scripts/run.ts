@@ -123,6 +123,11 @@ export class ScriptRunner {
     return this.searcher.close();
   }
 
+  /** Surrogate keys waiting for a cache in front that has not answered. */
+  purgesWaiting(): number {
+    return this.purger.waiting();
+  }
+
   searchStats(): SearchStats | Promise<SearchStats> {
     return this.searcher.stats();
   }

@@ -285,6 +285,11 @@ describe('a cache that cannot be reached', () => {
       await waitFor(server.errorLog, (log) =>
         /Purging 4 surrogate keys at http:\/\/127\.0\.0\.1:\d+ failed \(answered 503\), try 1/.test(log),
       );
+      const waiting = async () =>
+        Number(
+          /^portfolio_purge_keys_waiting (\d+)$/m.exec(await (await fetch(`${server.origin}/metrics`)).text())?.[1],
+        );
+      assert.equal(await waiting(), 4, 'the metrics show the keys waiting');
       // The cache answers again: the same keys arrive without another change.
       cache.setStatus(200);
       const answered = await waitFor(
@@ -296,6 +301,7 @@ describe('a cache that cannot be reached', () => {
       const last = cache.purges[cache.purges.length - 1] as Purge;
       assert.deepEqual(last.keys.sort(), (cache.purges[0] as Purge).keys.sort());
       assert.match(server.errorLog(), /\[app:warn\]/);
+      assert.equal(await waiting(), 0);
     } finally {
       await server.close();
       await cache.close();
