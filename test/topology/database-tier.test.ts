@@ -5,9 +5,13 @@
 // instances find the standby once it is promoted. What is measured is printed as test
 // diagnostics (docs/operations.md, The database tier).
 import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
+import sharp from 'sharp';
 import { csrfTokenOf } from '../change-helpers.ts';
 import { backend, missingTool } from '../helpers.ts';
 import { logInAs } from '../login-helpers.ts';
@@ -59,6 +63,8 @@ const tierEnv = () => ({
   // what this test is about, and two cores running two instances, two PostgreSQL servers,
   // PgBouncer and the load stretch a search's statement past it now and then.
   SEARCH_TIMEOUT_MS: '2000',
+  // Copies of the pictures served, a folder of each instance's own: what is served comes from the database.
+  PICTURES_DIR: mkdtempSync(path.join(os.tmpdir(), 'portfolio-tier-bilder-')),
 });
 
 /** One statement on a connection of its own. */
@@ -235,6 +241,45 @@ describe('the database tier: PgBouncer, a replica, failover', { skip }, () => {
       await ask(standby.url, 'SELECT pg_wal_replay_resume()');
       late?.remove();
     }
+  });
+
+  test('a picture is read on the replica, and on the primary while the replica has not replayed it', async () => {
+    const [, b] = instances as [Program, Program];
+    const webp = await sharp({ create: { width: 160, height: 160, channels: 3, background: '#335577' } })
+      .webp()
+      .toBuffer();
+    const picture = async (name: string) => {
+      const res = await fetch(`${b.origin}/bilder/${name}`);
+      const bytes = Buffer.from(await res.arrayBuffer());
+      return res.status === 200 && bytes.equals(webp) ? 200 : res.status;
+    };
+    const onStandby = async (name: string) =>
+      (await ask(standby.url, 'SELECT 1 FROM picture WHERE name = $1', [name])).length > 0;
+    const store = (name: string) => ask(primary.url, 'INSERT INTO picture (name, bytes) VALUES ($1, $2)', [name, webp]);
+    // Stored a moment ago: the replica does not have it yet, the primary answers.
+    const fresh = `${'c'.repeat(32)}-160.webp`;
+    await ask(standby.url, 'SELECT pg_wal_replay_pause()');
+    try {
+      await store(fresh);
+      assert.equal(await onStandby(fresh), false);
+      assert.equal(await picture(fresh), 200);
+    } finally {
+      await ask(standby.url, 'SELECT pg_wal_replay_resume()');
+    }
+    // Only the replica has it (deleted on the primary, not yet replayed): the replica answers.
+    const replicated = `${'d'.repeat(32)}-160.webp`;
+    await store(replicated);
+    const deadline = performance.now() + 10_000;
+    while (!(await onStandby(replicated)) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await ask(standby.url, 'SELECT pg_wal_replay_pause()');
+    try {
+      await ask(primary.url, 'DELETE FROM picture WHERE name = $1', [replicated]);
+      assert.equal(await onStandby(replicated), true);
+      assert.equal(await picture(replicated), 200);
+    } finally {
+      await ask(standby.url, 'SELECT pg_wal_replay_resume()');
+    }
+    assert.equal(await picture(`${'e'.repeat(32)}-160.webp`), 404);
   });
 
   test('a replica that goes away is skipped, and used again once it is back: no 5xx meanwhile', async () => {
