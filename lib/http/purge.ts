@@ -31,11 +31,6 @@ export class Purger {
     this.caches = urls.map((url) => new CacheQueue(new URL(url), options));
   }
 
-  /** Whether there is a cache to tell. */
-  get enabled(): boolean {
-    return this.caches.length > 0;
-  }
-
   /**
    * Purges keys at every cache, marked with the data version after the change; resolves once each
    * cache has answered or its first try has failed (it is tried again in the background).

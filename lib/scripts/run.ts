@@ -247,7 +247,7 @@ export class ScriptRunner {
     // With caches in front to purge, a public answer names the data version it was read at, read
     // before the script reads anything: a cache refuses one older than its last purge, which may
     // have been rendered before the change and arrive after the purge (lib/http/purge.ts).
-    const shared = this.purger.enabled && safe;
+    const shared = this.parts.config.purgeUrls.length > 0 && safe;
     if (!cacheable) {
       if (!shared) return produce();
       const at = await currentVersion();
@@ -274,7 +274,7 @@ export class ScriptRunner {
    * caches' guard where it was, and the keys are purged all the same.
    */
   private async purge(keys: string[]): Promise<void> {
-    if (!this.purger.enabled || keys.length === 0) return;
+    if (this.parts.config.purgeUrls.length === 0 || keys.length === 0) return;
     const version = await this.keptOn(this.parts.db)
       .version.current()
       .catch(() => 0n);
