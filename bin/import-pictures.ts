@@ -6,8 +6,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { readConfig } from '../lib/config.ts';
 import { migrate, openDatabase } from '../lib/db/index.ts';
+import { pictureName } from '../lib/page/index.ts';
 
-const pictureName = /^[0-9a-f]{32}-[0-9]+\.webp$/;
 /** The largest picture the table takes (sql/013). */
 const maxBytes = 16 * 1024 * 1024;
 

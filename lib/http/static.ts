@@ -79,8 +79,7 @@ export class StaticFiles {
     }
     if (!info?.isFile()) return false;
     const compressible = isCompressible(type) && info.size >= minCompressBytes;
-    // The same ETag send would make from size and time, strong so that If-Range can use it.
-    const etag = `"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`;
+    const etag = fileEtag(info.size, info.mtimeMs);
     const headers: Record<string, string> = {
       'content-type': type,
       etag,
@@ -131,6 +130,11 @@ export class StaticFiles {
   }
 }
 
+/** The ETag send would make from a file's size and time, strong so that If-Range can use it. */
+function fileEtag(size: number, mtimeMs: number): string {
+  return `"${size.toString(16)}-${Math.floor(mtimeMs).toString(16)}"`;
+}
+
 /**
  * Writes a fetched file into its folder under a temporary name and renames it, so that a request
  * never streams half a file; its time is when it was stored, so that every instance's copy has
@@ -152,7 +156,7 @@ async function keepCopy(file: string, fetched: Fetched): Promise<boolean> {
 
 /** A fetched file that could not be kept, sent from memory with the headers it would have had. */
 function sendFetched(ex: Exchange, type: string, fetched: Fetched): void {
-  const etag = `"${fetched.bytes.length.toString(16)}-${Math.floor(fetched.stored.getTime()).toString(16)}"`;
+  const etag = fileEtag(fetched.bytes.length, fetched.stored.getTime());
   const headers = {
     'content-type': type,
     etag,

@@ -42,7 +42,7 @@ export {
 } from './person.ts';
 export { deletePerson, insertPerson, setPersonImage, updatePerson } from './person-store.ts';
 export type { PictureOptions } from './picture.ts';
-export { pictureIn, pictureSource, pictureWidths, readPicture, storePicture } from './picture.ts';
+export { pictureIn, pictureName, pictureSource, pictureWidths, storePicture } from './picture.ts';
 export { PictureQueue } from './picture-queue.ts';
 export type { Document, LinkFn, Outcome, Paging, ScriptModule, ScriptRequest, View } from './script-request.ts';
 export {

@@ -13,8 +13,6 @@ import { bytesToDecode } from './picture-bytes.ts';
 import type { PictureQueue } from './picture-queue.ts';
 
 export interface PictureOptions {
-  /** The folder uploads are written to as they arrive, and copies of the pictures served (config picturesDir). */
-  dir: string;
   /** Width times height, at most. */
   maxPixels: number;
   /** The largest upload, for the form's hint (lib/http/upload.ts refuses larger ones). */
@@ -69,15 +67,11 @@ function formatOf(head: Buffer): Format | null {
 
 const notAPicture = 'The file is not a JPEG, PNG or WebP picture; choose one of those.';
 
-/** A picture's name: its hash and width, as served under /bilder/. */
-const pictureName = /^[0-9a-f]{32}-[0-9]+\.webp$/;
+/** A picture's name: its hash and width, as served under /bilder/ and kept in the table picture. */
+export const pictureName = /^[0-9a-f]{32}-[0-9]+\.webp$/;
 
-/**
- * A stored picture's bytes and when it was stored; null for a name that is none (checked before
- * the database is asked) or that no picture has (one look-up of the primary key).
- */
-export async function readPicture(db: Queryable, name: string): Promise<{ bytes: Buffer; stored: Date } | null> {
-  if (!pictureName.test(name)) return null;
+/** A stored picture's bytes and when it was stored; null when no picture has the name (one look-up of the primary key). */
+async function readPicture(db: Queryable, name: string): Promise<{ bytes: Buffer; stored: Date } | null> {
   const [row] = await db.query<{ bytes: Uint8Array; stored: Date | string }>(
     'SELECT bytes, created_at AS stored FROM picture WHERE name = $1',
     [name],

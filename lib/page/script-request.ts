@@ -48,7 +48,7 @@ export interface ScriptRequest {
    * bytes): 413 beyond the size limit, 400 when cut off; discard() it when done.
    */
   upload(): Promise<Upload>;
-  /** Where uploaded pictures are kept, and their pixel limit (lib/page/picture.ts). */
+  /** The limits of picture uploads and the queue of their conversions (lib/page/picture.ts). */
   pictures: PictureOptions;
   /**
    * Tells the caches in front (PURGE_URLS) to drop the documents with these surrogate keys, after

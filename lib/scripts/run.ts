@@ -101,7 +101,6 @@ export class ScriptRunner {
           onNote: (message) => console.log(`portfolio: ${message}`),
         });
     this.pictures = {
-      dir: config.picturesDir,
       maxPixels: config.pictureMaxPixels,
       maxBytes: config.pictureMaxBytes,
       queue: new PictureQueue({ running: config.pictureConcurrency, waiting: config.pictureQueue }),

@@ -2,28 +2,19 @@
 // from stdin and never from the arguments; add, set-password, set-role and list.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { checkCredentials } from '../../lib/auth/account-store.ts';
 import type { Db } from '../../lib/db/index.ts';
-import { openPglite } from '../../lib/db/index.ts';
-import type { TestDb } from '../helpers.ts';
-import { backend, openTestDb, root } from '../helpers.ts';
+import { root } from '../helpers.ts';
+import type { ToolDb } from './tool-db.ts';
+import { openToolDb } from './tool-db.ts';
 
-let testDb: TestDb | null = null;
-let dataDir: string | null = null;
+let tool: ToolDb;
 let env: NodeJS.ProcessEnv;
 
 before(async () => {
-  if (backend === 'postgres') {
-    testDb = await openTestDb();
-    env = { ...process.env, DATABASE_URL: testDb.url as string };
-  } else {
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'portfolio-accounts-'));
-    env = { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir };
-  }
+  tool = await openToolDb('accounts');
+  env = tool.env;
   // The first run migrates the empty database; a person to link accounts to.
   assert.equal(accounts(['list']).status, 0);
   await withDb((db) =>
@@ -32,10 +23,7 @@ before(async () => {
     ),
   );
 });
-after(async () => {
-  await testDb?.drop();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-});
+after(() => tool?.drop());
 
 function accounts(args: string[], stdin = '') {
   const run = spawnSync(process.execPath, ['--import', 'tsx', 'bin/accounts.ts', ...args], {
@@ -48,16 +36,7 @@ function accounts(args: string[], stdin = '') {
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-/** The embedded database serves one process at a time: opened only between runs of the tool. */
-async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
-  if (testDb) return fn(testDb.db);
-  const db = await openPglite({ dataDir });
-  try {
-    return await fn(db);
-  } finally {
-    await db.close();
-  }
-}
+const withDb = <T>(fn: (db: Db) => Promise<T>) => tool.withDb(fn);
 
 /** Runs the tool on a pseudo-terminal (util-linux script), answering each prompt as it appears. */
 function accountsOnTerminal(

@@ -188,6 +188,17 @@ describe('purging what a change touched', () => {
     const mine = await fetch(`${server.origin}/me.json`, { headers: { cookie } });
     await mine.arrayBuffer();
     assert.equal(mine.headers.get('x-data-version'), null, 'a private document names none');
+    const changed = await asUser(server.origin, 'mmuster', {
+      method: 'POST',
+      path: '/person/max-muster/werke',
+      format: 'json',
+      body: werkBody('json', { titel: 'Versions-Probe', jahr: 2020, art: 'Buch', beschreibung: '' }),
+    });
+    await changed.arrayBuffer();
+    assert.equal(changed.status, 201);
+    const after = await fetch(`${server.origin}/person/max-muster.json`);
+    await after.arrayBuffer();
+    assert.ok(BigInt(after.headers.get('x-data-version') ?? '0') > first, 'the change moved it');
   });
 
   test('each change purges the keys of what it touched, from the person to the lists', async () => {
